@@ -1,0 +1,226 @@
+"""Learning benchmark of rl-plugin-pg: does each algorithm solve its classic-control task?
+
+Each (algorithm, env) case trains several seeds from the algorithm's embedded defaults (plus
+the per-env overrides listed in ``CASES``) and reports, per seed, the mean return of the last
+20 training episodes, the mean return of a 10-episode deterministic evaluation, and the first
+frame count at which the mean of the last 20 training episodes reached the threshold. A seed
+counts as solved when either final figure reaches the threshold.
+
+    python benchmarks/pg_learning.py                       # every case, 5 seeds
+    python benchmarks/pg_learning.py --case ppo:CartPole-v1 --seeds 0 1 2
+    python benchmarks/pg_learning.py --case a2c:CartPole-v1 --frames 200000 --workers 1
+
+It prints a markdown table and a summary (seeds solved against the seeds required).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import sys
+import tempfile
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import rlcore
+
+
+@dataclass(frozen=True)
+class Case:
+    """One row group of the table: an algorithm on an env, and what counts as solved."""
+
+    algo: str
+    env: str
+    frames: int
+    threshold: float
+    required: int
+    overrides: tuple[str, ...] = field(default_factory=tuple)
+
+
+CASES = [
+    Case("ppo", "CartPole-v1", 100_000, 475.0, 4),
+    Case("a2c", "CartPole-v1", 500_000, 475.0, 4),
+    Case("ppo", "Acrobot-v1", 300_000, -100.0, 4),
+    Case(
+        "ppo",
+        "Pendulum-v1",
+        300_000,
+        -250.0,
+        4,
+        (
+            "env.num_envs=4",
+            "collector.frames_per_batch=4096",
+            "algo.gamma=0.9",
+            "algo.gae_lambda=0.95",
+            "algo.epochs=10",
+            "algo.minibatches=64",
+            "env.wrappers={normalize_reward: {gamma: 0.9}}",
+        ),
+    ),
+    Case("pg", "CartPole-v1", 500_000, 475.0, 3),
+    Case("spg", "CartPole-v1", 500_000, 475.0, 3),
+    Case("ppo-kl", "CartPole-v1", 500_000, 475.0, 3),
+]
+
+
+class EpisodeRecorder:
+    """A plugin of the run that records every finished training episode with the frame count and time."""
+
+    def __init__(self, window: int = 20) -> None:
+        self.window = window
+        self.returns: list[float] = []
+        self.frames: list[int] = []
+        self.seconds: list[float] = []
+        self._start = time.perf_counter()
+
+    @rlcore.hookimpl
+    def rl_setup(self) -> None:
+        self._start = time.perf_counter()
+
+    @rlcore.hookimpl
+    def rl_pre_steps_log(self, trainer: Any) -> None:
+        returns = trainer.collector.finished_episodes[0]
+        now = time.perf_counter() - self._start
+        for value in returns:
+            self.returns.append(float(value))
+            self.frames.append(trainer.collected_frames)
+            self.seconds.append(now)
+
+    def final_mean(self) -> float:
+        """Mean return of the last ``window`` episodes."""
+        return float(np.mean(self.returns[-self.window :])) if self.returns else float("nan")
+
+    def first_reaching(self, threshold: float) -> tuple[int | None, float | None]:
+        """Frames and seconds at which the mean of the last ``window`` episodes first reached ``threshold``."""
+        last: deque[float] = deque(maxlen=self.window)
+        for value, frames, seconds in zip(self.returns, self.frames, self.seconds):
+            last.append(value)
+            if len(last) == self.window and np.mean(last) >= threshold:
+                return frames, seconds
+        return None, None
+
+
+def deterministic_eval(trainer: Any, episodes: int = 10, seed: int = 10_000) -> float:
+    """Mean return of ``episodes`` episodes acting with the mode of the policy's distribution."""
+    import torch
+    from tensordict import TensorDict
+    from tensordict.nn import InteractionType, set_interaction_type
+
+    env = trainer.make_env(num_envs=1)
+    policy = trainer.loss_module.policy
+    returns: list[float] = []
+    obs, _ = env.reset(seed=seed)
+    total = 0.0
+    with torch.no_grad(), set_interaction_type(InteractionType.DETERMINISTIC):
+        while len(returns) < episodes:
+            step = policy(TensorDict({"observation": torch.as_tensor(obs, dtype=torch.float32)}, batch_size=[1]))
+            obs, reward, terminated, truncated, info = env.step(step["action"].numpy())
+            total += float(info["raw_reward"][0] if "raw_reward" in info else reward[0])  # unscaled by normalize_reward
+            if terminated[0] or truncated[0]:
+                returns.append(total)
+                total = 0.0
+    env.close()
+    return float(np.mean(returns))
+
+
+def run_one(case: Case, seed: int, frames: int | None, extra: tuple[str, ...]) -> dict[str, Any]:
+    """Train one seed of ``case`` and return its row of the table."""
+    import torch
+
+    torch.set_num_threads(1)
+    frames = frames or case.frames
+    overrides = [
+        f"algo.name={case.algo}",
+        f"env.id={case.env}",
+        f"trainer.total_frames={frames}",
+        f"trainer.seed={seed}",
+        "trainer.progress_bar=false",
+        "trainer.save_trainer_interval=1000000000",
+        "loggers.csv=null",
+        "loggers.console=null",
+        *case.overrides,
+        *extra,
+    ]
+    with tempfile.TemporaryDirectory() as run_dir:
+        config = rlcore.load_config(overrides=overrides)
+        config["loggers"] = {"csv": None, "console": None}  # build_trainer resolves again: null removes them
+        trainer = rlcore.build_trainer(config, run_dir=run_dir)
+        recorder = EpisodeRecorder()
+        trainer.register_plugin(recorder, "benchmark.recorder")
+        start = time.perf_counter()
+        trainer.train()
+        seconds = time.perf_counter() - start
+        evaluation = deterministic_eval(trainer)
+    reached, _ = recorder.first_reaching(case.threshold)
+    final = recorder.final_mean()
+    return {
+        "algo": case.algo,
+        "env": case.env,
+        "seed": seed,
+        "frames": trainer.collected_frames,
+        "final": final,
+        "eval": evaluation,
+        "reached": reached,
+        "solved": final >= case.threshold or evaluation >= case.threshold,
+        "seconds": seconds,
+    }
+
+
+def _run(args: tuple[Case, int, int | None, tuple[str, ...]]) -> dict[str, Any]:
+    row = run_one(*args)
+    print(
+        f"# done {row['algo']} {row['env']} seed={row['seed']} final={row['final']:.1f} "
+        f"eval={row['eval']:.1f} reached={row['reached']} in {row['seconds']:.0f}s",
+        file=sys.stderr,
+        flush=True,
+    )
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    names = [f"{c.algo}:{c.env}" for c in CASES]
+    parser.add_argument("--case", action="append", choices=names, help="ALGO:ENV (repeatable; default: all)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--frames", type=int, help="override each case's frame budget")
+    parser.add_argument("--set", dest="extra", action="append", default=[], metavar="KEY=VALUE", help="extra config override")
+    parser.add_argument("--workers", type=int, default=2, help="parallel training processes (at most 2 advised)")
+    args = parser.parse_args(argv)
+    cases = [c for c in CASES if args.case is None or f"{c.algo}:{c.env}" in args.case]
+    jobs = [(case, seed, args.frames, tuple(args.extra)) for case in cases for seed in args.seeds]
+    start = time.perf_counter()
+    if args.workers > 1:
+        with multiprocessing.get_context("spawn").Pool(args.workers, maxtasksperchild=1) as pool:
+            rows = pool.map(_run, jobs, chunksize=1)
+    else:
+        rows = [_run(job) for job in jobs]
+
+    print("| algo | env | seed | frames | final return (last 20) | eval return (10, deterministic) | frames to threshold | solved? | seconds |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for row in rows:
+        reached = row["reached"] if row["reached"] is not None else "-"
+        print(
+            f"| {row['algo']} | {row['env']} | {row['seed']} | {row['frames']} | {row['final']:.1f} | {row['eval']:.1f} "
+            f"| {reached} | {'yes' if row['solved'] else 'no'} | {row['seconds']:.0f} |"
+        )
+    print()
+    print("| algo | env | threshold | frames | seeds solved | required | pass? |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    ok = True
+    for case in cases:
+        solved = sum(r["solved"] for r in rows if r["algo"] == case.algo and r["env"] == case.env)
+        passed = solved >= min(case.required, len(args.seeds))
+        ok &= passed
+        print(
+            f"| {case.algo} | {case.env} | {case.threshold:g} | {args.frames or case.frames} | {solved}/{len(args.seeds)} "
+            f"| {case.required}/5 | {'yes' if passed else 'no'} |"
+        )
+    print(f"\ntotal {time.perf_counter() - start:.0f}s", file=sys.stderr)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

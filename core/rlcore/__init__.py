@@ -1,0 +1,56 @@
+"""rl-core: a reinforcement-learning training loop for PyTorch, built as a pluggy microkernel.
+
+The public API is what this module exports plus :mod:`rlcore.hookspecs`. Importing it stays
+light: torch is imported only when something that needs it is used.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from ._errors import ConfigError, PluginError, RLCoreError
+from ._markers import hookimpl, hookspec
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Algorithm": "._registry",
+    "CheckpointBackend": "._checkpoint",
+    "CheckpointError": "._checkpoint",
+    "Collector": "._collector",
+    "Logger": "._logger",
+    "PluginInfo": "._plugins",
+    "PluginManager": "._plugins",
+    "Trainer": "._trainer",
+    "TrainerHookBase": "._trainer",
+    "build_trainer": "._run",
+    "generate_exp_name": "._logger",
+    "get_logger": "._logger",
+    "get_plugin_manager": "._plugins",
+    "load_config": "._config",
+}
+
+__all__ = sorted(["ConfigError", "PluginError", "RLCoreError", "hookimpl", "hookspec", "__version__", *_LAZY])
+
+if TYPE_CHECKING:
+    from ._checkpoint import CheckpointBackend, CheckpointError
+    from ._collector import Collector
+    from ._config import load_config
+    from ._logger import Logger, generate_exp_name, get_logger
+    from ._plugins import PluginInfo, PluginManager, get_plugin_manager
+    from ._registry import Algorithm
+    from ._run import build_trainer
+    from ._trainer import Trainer, TrainerHookBase
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rlcore' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,5 @@
+"""``python -m rlcore`` is ``rlctl``."""
+
+from ._cli import main
+
+main()

@@ -1,0 +1,215 @@
+"""``rlctl``: list plugins, train, evaluate, show configs. Plugins add sub-commands through ``rl_register_commands``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ._errors import ConfigError, RLCoreError
+from ._plugins import PluginInfo, PluginManager, parse_names
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+def _preparse(argv: Sequence[str]) -> tuple[list[str] | None, list[str]]:
+    """Read ``--plugin``/``--no-plugin`` before anything is imported (they decide what loads)."""
+    only: list[str] | None = None
+    block: list[str] = []
+    args = list(argv)
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        for flag in ("--plugin", "--no-plugin"):
+            value = None
+            if arg == flag and i + 1 < len(args):
+                value = args[i + 1]
+            elif arg.startswith(flag + "="):
+                value = arg.split("=", 1)[1]
+            if value is None:
+                continue
+            names = sorted(parse_names(value) or [])
+            if flag == "--plugin":
+                only = (only or []) + names
+            else:
+                block += names
+    return only, block
+
+
+def _echo_error(message: str) -> None:
+    click.echo(f"rlctl: error: {message}", err=True)
+
+
+def make_cli(pm: PluginManager) -> click.Group:
+    """The ``rlctl`` command group, bound to the plugin manager ``pm``."""
+
+    @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+    @click.option("--plugin", "plugins", multiple=True, metavar="NAME", help="Load only these third-party plugins (repeatable; overrides RLCORE_PLUGINS).")
+    @click.option("--no-plugin", "blocked", multiple=True, metavar="NAME", help="Never load this plugin (entry-point or distribution name; repeatable).")
+    @click.version_option(package_name="rl-core", prog_name="rlctl")
+    def cli(plugins: tuple[str, ...], blocked: tuple[str, ...]) -> None:
+        """rl-core: reinforcement-learning training built from plugins."""
+
+    @cli.group()
+    def plugins() -> None:
+        """Inspect installed plugins."""
+
+    @plugins.command("list")
+    @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+    @click.option("--all", "show_all", is_flag=True, help="Include rl-core's builtin plugins.")
+    def plugins_list(as_json: bool, show_all: bool) -> None:
+        """Every discovered plugin: version, hooks, what it provides, status."""
+        infos = [i for i in pm.describe() if show_all or not i.builtin]
+        if as_json:
+            click.echo(json.dumps([i.to_dict() for i in infos], indent=2))
+            return
+        if not infos:
+            click.echo("no plugins installed (rlctl plugins list --all shows the builtins)")
+        for info in infos:
+            click.echo(_describe(info))
+
+    @cli.group()
+    def config() -> None:
+        """Default configs."""
+
+    @config.command("show")
+    @click.argument("algo")
+    def config_show(algo: str) -> None:
+        """Print the default config of ALGO, ready to edit and pass to `rlctl train`."""
+        from ._config import dump_config, load_config
+
+        click.echo(dump_config(load_config(plugin_manager=pm, algo={"name": algo})), nl=False)
+
+    @cli.command()
+    @click.argument("config_file", metavar="[CONFIG]", required=False, type=click.Path(dir_okay=False))
+    @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key (repeatable).")
+    @click.option("--resume", type=click.Path(file_okay=False), help="Continue the run in RUN_DIR from its last good checkpoint.")
+    @click.option("--algo", help="algo.name")
+    @click.option("--env", "env_id", help="env.id")
+    @click.option("--frames", type=int, help="trainer.total_frames")
+    @click.option("--seed", type=int, help="trainer.seed")
+    @click.option("--logger", "logger_names", multiple=True, metavar="NAME", help="Add a logger (repeatable).")
+    @click.option("--out", type=click.Path(file_okay=False), help="The run directory (default runs/<algo>_<env>_<time>_<id>).")
+    def train(
+        config_file: str | None,
+        overrides: tuple[str, ...],
+        resume: str | None,
+        algo: str | None,
+        env_id: str | None,
+        frames: int | None,
+        seed: int | None,
+        logger_names: tuple[str, ...],
+        out: str | None,
+    ) -> int:
+        """Train from CONFIG (YAML), the defaults and the overrides."""
+        from ._config import CONFIG_FILE, load_config
+        from ._run import build_trainer
+
+        run_dir = out
+        if resume:
+            run_dir = resume
+            config_file = config_file or str(Path(resume) / CONFIG_FILE)
+        sections: dict[str, Any] = {}
+        shortcuts = {("algo", "name"): algo, ("env", "id"): env_id, ("trainer", "total_frames"): frames, ("trainer", "seed"): seed}
+        for (section, key), value in shortcuts.items():
+            if value is not None:
+                sections.setdefault(section, {})[key] = value
+        if logger_names:
+            sections["loggers"] = {name: {} for name in logger_names}
+        config = load_config(config_file, overrides=overrides, plugin_manager=pm, **sections)
+        for info in pm.broken():
+            click.echo(f"rlctl: warning: plugin {info.name!r} ({info.distribution}) is not loaded: {info.status[7:]}", err=True)
+        trainer = build_trainer(config, run_dir=run_dir, plugin_manager=pm)
+        if resume:
+            path = trainer.load_from_file()
+            click.echo(f"rlctl: resumed from {path} at {trainer.collected_frames} frames", err=True)
+        received = _stop_on_signals(trainer)
+        trainer.train()
+        click.echo(f"rlctl: {trainer.collected_frames} frames, run directory {trainer.run_dir}", err=True)
+        return SIGNAL_EXIT[received[0]] if received else EXIT_OK
+
+    @cli.command("eval")
+    @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+    @click.option("--episodes", default=10, show_default=True, help="Episodes to run.")
+    @click.option("--checkpoint", "checkpoint_path", type=click.Path(exists=True), help="A checkpoint of RUN_DIR (default: the last good one).")
+    @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the evaluation env.")
+    def evaluate_cmd(run_dir: str, episodes: int, checkpoint_path: str | None, seed: int) -> None:
+        """Evaluate a run's policy deterministically (mode of its distribution)."""
+        from ._run import evaluate_run
+
+        result = evaluate_run(run_dir, episodes=episodes, checkpoint=checkpoint_path, seed=seed, plugin_manager=pm)
+        click.echo(json.dumps(result, indent=2))
+
+    return cli
+
+
+def _describe(info: PluginInfo) -> str:
+    lines = [f"{info.name}  ({info.distribution} {info.version})  {info.status}"]
+    if info.hooks:
+        lines.append(f"    hooks: {', '.join(info.hooks)}")
+    for kind, names in sorted(info.provides.items()):
+        lines.append(f"    {kind}: {', '.join(names)}")
+    return "\n".join(lines)
+
+
+def _stop_on_signals(trainer: Any) -> list[int]:
+    """First SIGINT/SIGTERM: finish the batch, checkpoint, flush, exit 130/143. A second one interrupts at once."""
+    received: list[int] = []
+
+    def handler(signum: int, _frame: Any) -> None:
+        if received:
+            raise KeyboardInterrupt
+        received.append(signum)
+        click.echo(f"\nrlctl: {signal.Signals(signum).name}: finishing the batch and writing a checkpoint", err=True)
+        trainer.stop()
+
+    for signum in SIGNAL_EXIT:
+        signal.signal(signum, handler)
+    return received
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``rlctl``; returns (and exits with) 0 ok, 1 training failed, 2 bad usage or config."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    only, block = _preparse(argv)
+    pm = PluginManager(only=only, block=block)
+    cli = make_cli(pm)
+    for impl in pm.hook.rl_register_commands.get_hookimpls():
+        try:
+            impl.function(cli=cli)
+        except Exception as err:  # noqa: BLE001 - a broken plugin must not break rlctl
+            pm.infos[impl.plugin_name].status = f"error: rl_register_commands failed: {err}"
+    code = _run(cli, argv)
+    sys.exit(code)
+
+
+def _run(cli: click.Group, argv: list[str]) -> int:
+    try:
+        result = cli.main(args=argv, prog_name="rlctl", standalone_mode=False)
+    except click.exceptions.Abort:
+        return 130
+    except click.exceptions.Exit as done:
+        return done.exit_code
+    except click.ClickException as err:
+        err.show()
+        return EXIT_USAGE
+    except (ConfigError, RLCoreError) as err:
+        _echo_error(str(err))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        click.echo("rlctl: interrupted", err=True)
+        return 130
+    except Exception as err:  # noqa: BLE001 - training failed: the traceback helps, the last line says what
+        if os.environ.get("RLCORE_TRACEBACK", "1") != "0":
+            traceback.print_exc()
+        _echo_error(f"training failed: {type(err).__name__}: {err}")
+        return EXIT_FAILED
+    return result if isinstance(result, int) else EXIT_OK

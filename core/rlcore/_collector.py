@@ -1,0 +1,169 @@
+"""The collector: a Gymnasium vector env stepped by a ``tensordict.nn`` policy, batches of ``[envs, time]``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+from tensordict import TensorDict
+from tensordict.nn import InteractionType, set_interaction_type
+
+
+def _to_tensor(array: Any, device: torch.device) -> torch.Tensor:
+    tensor = torch.as_tensor(array, device=device)
+    return tensor.float() if tensor.is_floating_point() else tensor
+
+
+class Collector:
+    """Collects ``frames_per_batch`` frames at a time from a vector env.
+
+    The env must auto-reset in Gymnasium's ``SAME_STEP`` mode (``rlcore.make_vector_env`` does
+    this), so that the true final observation of an episode is at hand: it is written to
+    ``("next", "observation")`` while ``observation`` of the next step is the reset one.
+    Termination and truncation are kept apart.
+
+    Batch keys (TorchRL's): ``observation``, what the policy writes (``action``,
+    ``sample_log_prob``, ``state_value``, ...), ``("next", "observation")``, and
+    ``("next", "reward" | "done" | "terminated" | "truncated")`` of shape ``[envs, time, 1]``.
+
+    :param env: a ``gymnasium.vector.VectorEnv`` in ``SAME_STEP`` autoreset mode.
+    :param policy: a ``tensordict.nn`` module reading ``observation`` and writing ``action``.
+    :param frames_per_batch: frames per batch; a multiple of ``env.num_envs``.
+    :param device: where the policy runs and the batch lives.
+    """
+
+    def __init__(self, env: Any, policy: Any, frames_per_batch: int, device: str | torch.device = "cpu") -> None:
+        from gymnasium.vector import AutoresetMode
+
+        if env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP) != AutoresetMode.SAME_STEP:
+            raise ValueError("the collector needs a vector env with autoreset_mode=AutoresetMode.SAME_STEP")
+        if frames_per_batch % env.num_envs:
+            raise ValueError(f"frames_per_batch={frames_per_batch} is not a multiple of num_envs={env.num_envs}")
+        self.env = env
+        self.policy = policy
+        self.num_envs = env.num_envs
+        self.frames_per_batch = frames_per_batch
+        self.steps_per_batch = frames_per_batch // env.num_envs
+        self.device = torch.device(device)
+        self._seed: int | None = None
+        self._obs: torch.Tensor | None = None
+        self._episode_return = np.zeros(self.num_envs)
+        self._episode_length = np.zeros(self.num_envs, dtype=np.int64)
+        #: returns and lengths of the episodes that ended in the last batch
+        self.finished_episodes: tuple[np.ndarray, np.ndarray] = (np.empty(0), np.empty(0, dtype=np.int64))
+
+    def set_seed(self, seed: int) -> None:
+        """Reset the envs with ``seed`` (env ``i`` gets ``seed + i``) before the next batch."""
+        self._seed = seed
+        self._obs = None
+        self.env.action_space.seed(seed)
+
+    def reset(self) -> None:
+        """Start fresh episodes in every env."""
+        obs, _ = self.env.reset(seed=self._seed)
+        self._seed = None
+        self._obs = _to_tensor(obs, self.device)
+        self._episode_return[:] = 0
+        self._episode_length[:] = 0
+
+    def __iter__(self) -> Iterator[TensorDict]:
+        while True:
+            yield self.collect()
+
+    @torch.no_grad()
+    def collect(self) -> TensorDict:
+        """Step every env ``steps_per_batch`` times and return the batch ``[envs, time]``."""
+        if self._obs is None:
+            self.reset()
+        env, device, n = self.env, self.device, self.num_envs
+        columns: dict[str, list[torch.Tensor]] = {}
+        next_obs_list, rewards, terminateds, truncateds = [], [], [], []
+        returns: list[np.ndarray] = []
+        lengths: list[np.ndarray] = []
+        with set_interaction_type(InteractionType.RANDOM):
+            for _ in range(self.steps_per_batch):
+                step = self.policy(TensorDict({"observation": self._obs}, batch_size=[n], device=device))
+                for key, value in step.items():
+                    columns.setdefault(key, []).append(value)
+                obs, reward, terminated, truncated, info = env.step(step["action"].cpu().numpy())
+                done = terminated | truncated
+                self._episode_return += info.get("raw_reward", reward)
+                self._episode_length += 1
+                self._obs = _to_tensor(obs, device)
+                if done.any():
+                    next_obs = obs.copy()
+                    next_obs[done] = np.stack(info["final_obs"][done])
+                    next_obs_list.append(_to_tensor(next_obs, device))
+                    returns.append(self._episode_return[done].copy())
+                    lengths.append(self._episode_length[done].copy())
+                    self._episode_return[done] = 0
+                    self._episode_length[done] = 0
+                else:
+                    next_obs_list.append(self._obs)
+                rewards.append(reward)
+                terminateds.append(terminated)
+                truncateds.append(truncated)
+        self.finished_episodes = (
+            np.concatenate(returns) if returns else np.empty(0),
+            np.concatenate(lengths) if lengths else np.empty(0, dtype=np.int64),
+        )
+        terminated_t = torch.as_tensor(np.stack(terminateds, axis=1), device=device).unsqueeze(-1)
+        truncated_t = torch.as_tensor(np.stack(truncateds, axis=1), device=device).unsqueeze(-1)
+        batch = {key: torch.stack(values, dim=1) for key, values in columns.items()}
+        batch["next"] = {
+            "observation": torch.stack(next_obs_list, dim=1),
+            "reward": torch.as_tensor(np.stack(rewards, axis=1), dtype=torch.float32, device=device).unsqueeze(-1),
+            "terminated": terminated_t,
+            "truncated": truncated_t,
+            "done": terminated_t | truncated_t,
+        }
+        return TensorDict(batch, batch_size=[n, self.steps_per_batch], device=device)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The running episodes' returns and lengths (the envs themselves are not saved)."""
+        return {
+            "episode_return": torch.from_numpy(self._episode_return.copy()),
+            "episode_length": torch.from_numpy(self._episode_length.copy()),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`; episodes restart, so running returns restart from zero."""
+        self._obs = None
+
+    def shutdown(self) -> None:
+        """Close the envs."""
+        self.env.close()
+
+
+@torch.no_grad()
+def evaluate(policy: Any, env: Any, episodes: int, deterministic: bool = True, seed: int | None = None) -> dict[str, Any]:
+    """Run ``episodes`` full episodes of ``policy`` on the vector env ``env``.
+
+    :param policy: a ``tensordict.nn`` policy.
+    :param env: a vector env in ``SAME_STEP`` autoreset mode (``rlcore.make_vector_env``).
+    :param episodes: how many episodes to finish.
+    :param deterministic: act with the distribution's mode rather than sampling.
+    :param seed: reset seed.
+    :return: ``{"returns": [...], "lengths": [...]}`` of the first ``episodes`` episodes.
+    """
+    device = next((p.device for p in policy.parameters()), torch.device("cpu"))
+    n = env.num_envs
+    obs, _ = env.reset(seed=seed)
+    episode_return, episode_length = np.zeros(n), np.zeros(n, dtype=np.int64)
+    returns: list[float] = []
+    lengths: list[int] = []
+    mode = InteractionType.DETERMINISTIC if deterministic else InteractionType.RANDOM
+    with set_interaction_type(mode):
+        while len(returns) < episodes:
+            step = policy(TensorDict({"observation": _to_tensor(obs, device)}, batch_size=[n], device=device))
+            obs, reward, terminated, truncated, info = env.step(step["action"].cpu().numpy())
+            episode_return += info.get("raw_reward", reward)
+            episode_length += 1
+            done = terminated | truncated
+            returns.extend(episode_return[done].tolist())
+            lengths.extend(episode_length[done].tolist())
+            episode_return[done] = 0
+            episode_length[done] = 0
+    return {"returns": returns[:episodes], "lengths": lengths[:episodes]}

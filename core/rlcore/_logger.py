@@ -1,0 +1,115 @@
+"""The logger interface, the logger registry lookup and run names."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+
+class Logger:
+    """Base class of every logger; subclasses write to one backend.
+
+    Steps are collected frames. Values are plain Python numbers; videos are ``uint8`` arrays
+    of shape ``[time, height, width, channels]``. Backends without videos or histograms keep
+    the default no-op methods and leave ``supports_video`` false.
+
+    :param exp_name: the run's name (see :func:`generate_exp_name`).
+    :param log_dir: the run directory; a backend writes its files under it.
+    """
+
+    #: Whether :meth:`log_video` writes anything.
+    supports_video: bool = False
+
+    def __init__(self, exp_name: str, log_dir: str | os.PathLike[str]) -> None:
+        self.exp_name = exp_name
+        self.log_dir = Path(log_dir)
+
+    def log_scalar(self, name: str, value: float, step: int) -> None:
+        """Log one scalar.
+
+        :param name: the metric name, e.g. ``train/episode_return``.
+        :param value: the value.
+        :param step: collected frames.
+        """
+        raise NotImplementedError
+
+    def log_scalars(self, values: Mapping[str, float], step: int) -> None:
+        """Log several scalars at one step; backends with a batch API override this.
+
+        :param values: ``{name: value}``.
+        :param step: collected frames.
+        """
+        for name, value in values.items():
+            self.log_scalar(name, value, step)
+
+    def log_hparams(self, params: Mapping[str, Any]) -> None:
+        """Record the run's flattened config (``{"algo.lr": 3e-4, ...}``).
+
+        :param params: flat ``{dotted key: value}``.
+        """
+
+    def log_video(self, name: str, video: Any, step: int, fps: int = 30) -> None:
+        """Log a video.
+
+        :param name: the video's name, e.g. ``eval/video``.
+        :param video: ``uint8`` array ``[time, height, width, channels]``.
+        :param step: collected frames.
+        :param fps: frames per second.
+        """
+
+    def log_histogram(self, name: str, values: Any, step: int) -> None:
+        """Log the distribution of ``values``.
+
+        :param name: the histogram's name.
+        :param values: an array or tensor of numbers.
+        :param step: collected frames.
+        """
+
+    def flush(self) -> None:
+        """Make everything logged so far durable."""
+
+    def close(self) -> None:
+        """Flush and release the backend; the logger is not used afterwards."""
+        self.flush()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(exp_name={self.exp_name!r}, log_dir={str(self.log_dir)!r})"
+
+
+def generate_exp_name(prefix: str = "run", suffix: str = "") -> str:
+    """Return a unique run name that sorts by creation time: ``prefix_YYmmdd-HHMMSS_xxxxxx[_suffix]``.
+
+    :param prefix: leading part, e.g. the algorithm and env.
+    :param suffix: trailing part.
+    """
+    stamp = datetime.now().strftime("%y%m%d-%H%M%S")
+    name = f"{prefix}_{stamp}_{uuid.uuid4().hex[:6]}"
+    return f"{name}_{suffix}" if suffix else name
+
+
+def get_logger(
+    name: str,
+    *,
+    exp_name: str,
+    log_dir: str | os.PathLike[str],
+    plugin_manager: Any = None,
+    **options: Any,
+) -> Logger:
+    """Create a logger by its registered name.
+
+    :param name: a name from ``rl_register_loggers`` (``csv``, ``tensorboard``, ...).
+    :param exp_name: the run's name.
+    :param log_dir: the run directory.
+    :param plugin_manager: where to look the name up; the default loads installed plugins.
+    :param options: the logger's own options.
+    :raises rlcore.ConfigError: when no plugin registers ``name``.
+    """
+    from ._plugins import get_plugin_manager
+
+    pm = plugin_manager or get_plugin_manager()
+    factory = pm.factory("loggers", name)
+    return factory(exp_name=exp_name, log_dir=log_dir, **options)

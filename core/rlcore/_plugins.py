@@ -1,0 +1,329 @@
+"""Plugin discovery through the ``rlcore.plugins`` entry points, and the plugin manager."""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+import pluggy
+
+from . import hookspecs
+from ._errors import ConfigError, PluginError
+from ._markers import PROJECT
+from ._registry import KINDS, collect
+
+ENTRY_POINT_GROUP = "rlcore.plugins"
+ENV_PLUGINS = "RLCORE_PLUGINS"
+CORE_DISTRIBUTION = "rl-core"
+
+#: Who provides the first-party names (a distribution, or a builtin plugin), so that a missing
+#: capability names what to install or unblock.
+FIRST_PARTY: dict[str, dict[str, str]] = {
+    "algorithms": {n: "rl-plugin-pg" for n in ("ppo", "a2c", "pg", "spg", "ppo-kl")} | {"dqn": "rl-plugin-dqn"},
+    "loggers": {n: f"rl-plugin-{n}" for n in ("tensorboard", "mlflow", "wandb")}
+    | {"csv": "rlcore.csv", "console": "rlcore.console"},
+    "checkpoint_backends": {"torchsnapshot": "rl-plugin-torchsnapshot", "torch": "rlcore.torch_checkpoint"},
+    "env_wrappers": {n: "rlcore.gymnasium" for n in ("normalize_observation", "normalize_reward")},
+    "hooks": {n: "rl-plugin-video" for n in ("video_recorder", "tensordict_recorder", "evaluation")},
+}
+
+
+@dataclass
+class PluginInfo:
+    """What ``rlctl plugins list`` shows of one plugin.
+
+    :param name: the entry-point name.
+    :param distribution: the distribution that declares it.
+    :param version: that distribution's version.
+    :param value: the entry point's target (``module`` or ``module:object``).
+    :param status: ``ok``, ``blocked`` or ``error: <one line>``.
+    :param hooks: the hooks it implements.
+    :param provides: ``{registry kind: [names]}``.
+    """
+
+    name: str
+    distribution: str
+    version: str
+    value: str
+    status: str = "ok"
+    hooks: list[str] = field(default_factory=list)
+    provides: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def builtin(self) -> bool:
+        """Whether rl-core itself ships it."""
+        return self.distribution == CORE_DISTRIBUTION
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "distribution": self.distribution,
+            "version": self.version,
+            "value": self.value,
+            "builtin": self.builtin,
+            "hooks": self.hooks,
+            "provides": self.provides,
+            "status": self.status,
+        }
+
+
+def parse_names(value: str | None) -> set[str] | None:
+    """Split ``RLCORE_PLUGINS``-style text; ``None`` means no restriction, ``""`` means none."""
+    if value is None:
+        return None
+    return {part.strip() for part in value.split(",") if part.strip()}
+
+
+def _one_line(err: BaseException) -> str:
+    """``Type: first line`` of an error, with its last line too when it has several (pluggy's validation)."""
+    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(err).__name__
+    text = lines[0] if len(lines) == 1 else f"{lines[0]}: {lines[-1]}"
+    return f"{type(err).__name__}: {text}"
+
+
+class PluginManager(pluggy.PluginManager):
+    """pluggy's manager, with discovery, per-plugin status and the registries.
+
+    :param only: load only these third-party plugins (entry-point or distribution names);
+        ``None`` reads ``RLCORE_PLUGINS``, which when unset loads every plugin. rl-core's
+        builtins load either way unless blocked.
+    :param block: entry-point or distribution names never to load (``rl-core`` blocks every builtin).
+    :param discover: whether to load entry points at all.
+    """
+
+    def __init__(
+        self,
+        only: Iterable[str] | None = None,
+        block: Iterable[str] = (),
+        discover: bool = True,
+    ) -> None:
+        super().__init__(PROJECT)
+        self.add_hookspecs(hookspecs)
+        self.infos: dict[str, PluginInfo] = {}
+        self._only = set(only) if only is not None else parse_names(os.environ.get(ENV_PLUGINS))
+        self._block = set(block)
+        self._registries: dict[str, dict[str, tuple[str, Any]]] = {}
+        if discover:
+            self.load_entrypoints()
+
+    # ------------------------------------------------------------------ discovery
+    def _wanted(self, name: str, dist: str) -> bool:
+        if {name, dist} & self._block:
+            return False
+        if dist == CORE_DISTRIBUTION or self._only is None:
+            return True
+        return bool({name, dist} & self._only)
+
+    def load_entrypoints(self) -> None:
+        """Import and register every wanted ``rlcore.plugins`` entry point, recording each status."""
+        seen: set[str] = set()
+        for ep in sorted(_entry_points(), key=lambda e: (e.dist.name != CORE_DISTRIBUTION, e.name)):
+            dist = ep.dist.name if ep.dist else "?"
+            if ep.name in seen:
+                continue
+            seen.add(ep.name)
+            info = PluginInfo(ep.name, dist, ep.dist.version if ep.dist else "?", ep.value)
+            self.infos[ep.name] = info
+            if not self._wanted(ep.name, dist):
+                info.status = "blocked"
+                self.set_blocked(ep.name)
+                continue
+            try:
+                plugin = ep.load()
+            except BaseException as err:  # noqa: BLE001 - a plugin may raise anything on import
+                if isinstance(err, KeyboardInterrupt):
+                    raise
+                info.status = f"error: import failed: {_one_line(err)}"
+                continue
+            self.add_plugin(plugin, ep.name, info)
+
+    def add_plugin(self, plugin: Any, name: str, info: PluginInfo | None = None) -> bool:
+        """Register ``plugin`` and validate it; a failure is recorded in its status, never raised.
+
+        :return: whether it is registered.
+        """
+        info = info or self.infos.setdefault(name, PluginInfo(name, "", "", repr(plugin)))
+        try:
+            self.register(plugin, name)
+        except Exception as err:  # pluggy's validation errors and anything a plugin's attributes raise
+            info.status = f"error: {_one_line(err)}"
+            return False
+        unknown = [c.name for c in self.get_hookcallers(plugin) or [] if not c.has_spec()]
+        if unknown:
+            self.unregister(plugin)
+            info.status = f"error: implements unknown hook {', '.join(sorted(unknown))}"
+            return False
+        info.hooks = sorted(c.name for c in self.get_hookcallers(plugin) or [])
+        self._registries.clear()
+        return True
+
+    def broken(self) -> list[PluginInfo]:
+        """Plugins that failed to load."""
+        return [i for i in self.infos.values() if i.status.startswith("error")]
+
+    def describe(self) -> list[PluginInfo]:
+        """Every discovered plugin with what it provides (registry hooks are called one plugin at a time)."""
+        for info in self.infos.values():
+            plugin = self.get_plugin(info.name)
+            if plugin is None or not info.ok:
+                continue
+            for kind, hook_name in KINDS.items():
+                impl = getattr(plugin, hook_name, None)
+                if impl is None or hook_name not in info.hooks:
+                    continue
+                try:
+                    result = impl() or {}
+                except Exception as err:  # noqa: BLE001
+                    info.status = f"error: {hook_name} failed: {_one_line(err)}"
+                    break
+                names = list(result) if isinstance(result, dict) else [a.name for a in result]
+                info.provides[kind] = sorted(names)
+            if "rl_register_commands" in info.hooks and info.ok:
+                import click
+
+                group = click.Group()
+                try:
+                    plugin.rl_register_commands(cli=group)
+                except Exception as err:  # noqa: BLE001
+                    info.status = f"error: rl_register_commands failed: {_one_line(err)}"
+                info.provides["commands"] = sorted(group.commands)
+        return list(self.infos.values())
+
+    # ------------------------------------------------------------------ registries
+    def registry(self, kind: str) -> dict[str, tuple[str, Any]]:
+        """``{name: (plugin name, factory)}`` for one registry kind (see :data:`rlcore._registry.KINDS`)."""
+        if kind not in self._registries:
+            self._registries[kind] = collect(getattr(self.hook, KINDS[kind]), kind)
+        return self._registries[kind]
+
+    def factory(self, kind: str, name: str, key: str | None = None) -> Any:
+        """The factory registered under ``name``, or a one-line error naming what to install.
+
+        :param kind: the registry kind.
+        :param name: the name asked for.
+        :param key: the config key that asked, for the message.
+        :raises ConfigError: when nothing provides ``name``.
+        :raises PluginError: when the plugin that would provide it is blocked or broken.
+        """
+        registry = self.registry(kind)
+        if name in registry:
+            return registry[name][1]
+        where = f"{key}: " if key else ""
+        singular = kind.rstrip("s").replace("_", " ")
+        provider = FIRST_PARTY.get(kind, {}).get(name)
+        for info in self.infos.values():
+            if provider in (info.distribution, info.name) or info.name == name:
+                if info.status == "blocked":
+                    raise PluginError(f"{where}{singular} {name!r} needs plugin {info.name!r} ({info.distribution}), which is blocked")
+                if not info.ok:
+                    raise PluginError(f"{where}{singular} {name!r} needs plugin {info.name!r} ({info.distribution}), which is broken: {info.status[7:]}")
+        hint = f"; install {provider} for it" if provider and provider.startswith("rl-plugin-") else ""
+        choices = ", ".join(sorted(registry)) or "none installed"
+        raise ConfigError(f"{where}unknown {singular} {name!r} (valid choices: {choices}){hint}")
+
+    def warn_broken(self) -> None:
+        """Warn once, on stderr, about every broken plugin."""
+        for info in self.broken():
+            warnings.warn(f"plugin {info.name!r} ({info.distribution}) is not loaded: {info.status[7:]}", stacklevel=2)
+
+    # ------------------------------------------------------------------ calling
+    def call_chain(self, hook_name: str, value_name: str, **kwargs: Any) -> Any:
+        """Call a data hook so that each implementation receives the previous one's output.
+
+        Order, ``tryfirst``/``trylast`` and wrappers (new-style ``wrapper=True`` and old-style
+        ``hookwrapper=True``) behave as in any pluggy call; a wrapper sees the original input
+        and the final output.
+
+        :param hook_name: the data hook.
+        :param value_name: the argument that carries the data (``batch``).
+        :return: the last non-``None`` output, or the input.
+        """
+        impls = getattr(self.hook, hook_name).get_hookimpls()
+        if not impls:
+            return kwargs[value_name]
+        teardowns: list[Any] = []
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            for impl in reversed(impls):
+                args = [kwargs[a] for a in impl.argnames]
+                if impl.hookwrapper or impl.wrapper:
+                    gen = impl.function(*args)
+                    next(gen)
+                    teardowns.append((impl, gen))
+                    continue
+                out = impl.function(*args)
+                if out is not None:
+                    kwargs[value_name] = out
+            result = kwargs[value_name]
+        except BaseException as err:  # re-raised below unless a wrapper handles it
+            error = err
+        for impl, gen in reversed(teardowns):
+            result, error = _teardown(impl, gen, result, error)
+        if error is not None:
+            raise error
+        return result
+
+
+def _teardown(impl: Any, gen: Any, result: Any, error: BaseException | None) -> tuple[Any, BaseException | None]:
+    """Resume one wrapper after the inner calls, as pluggy does."""
+    if impl.hookwrapper:  # old style: receives a Result
+        outcome = pluggy.Result(result, error)
+        try:
+            gen.send(outcome)
+        except StopIteration:
+            pass
+        else:
+            raise RuntimeError(f"hook wrapper {impl.plugin_name} of a data hook yielded twice")
+        return (outcome._result, outcome._exception)
+    try:
+        if error is not None:
+            gen.throw(error)
+        else:
+            gen.send(result)
+    except StopIteration as stop:
+        return stop.value, None
+    except BaseException as err:  # noqa: BLE001
+        return None, err
+    raise RuntimeError(f"wrapper {impl.plugin_name} of a data hook yielded twice")
+
+
+_ENTRY_POINTS: list[metadata.EntryPoint] | None = None
+
+
+def _entry_points() -> list[metadata.EntryPoint]:
+    global _ENTRY_POINTS
+    if _ENTRY_POINTS is None:
+        _ENTRY_POINTS = list(metadata.entry_points(group=ENTRY_POINT_GROUP))
+    return _ENTRY_POINTS
+
+
+def refresh_entry_points() -> None:
+    """Forget the cached entry points (after installing a plugin in the running process)."""
+    global _ENTRY_POINTS
+    _ENTRY_POINTS = None
+    metadata_cache = getattr(sys, "path_importer_cache", None)
+    if metadata_cache is not None:
+        import importlib
+
+        importlib.invalidate_caches()
+
+
+def get_plugin_manager(only: Iterable[str] | None = None, block: Iterable[str] = ()) -> PluginManager:
+    """A new plugin manager with the installed plugins loaded.
+
+    :param only: restrict third-party plugins to these names (default: ``RLCORE_PLUGINS``).
+    :param block: names never to load.
+    """
+    return PluginManager(only=only, block=block)

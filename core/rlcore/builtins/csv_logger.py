@@ -1,0 +1,59 @@
+"""Builtin plugin: the ``csv`` logger, ``RUN_DIR/metrics.csv`` with one row per value, flushed as written."""
+
+from __future__ import annotations
+
+import csv
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rlcore import Logger, hookimpl
+
+HEADER = ("frames", "name", "value", "wall_time")
+
+
+class CSVLogger(Logger):
+    """Appends ``frames,name,value,wall_time`` rows to ``<log_dir>/<filename>``.
+
+    A resumed run appends to the same file, so the file always holds every value logged.
+
+    :param exp_name: the run's name.
+    :param log_dir: the run directory.
+    :param filename: the file's name inside ``log_dir``.
+    """
+
+    def __init__(self, exp_name: str, log_dir: str | os.PathLike[str], filename: str = "metrics.csv") -> None:
+        super().__init__(exp_name, log_dir)
+        self.path = Path(log_dir) / filename
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = not self.path.exists() or self.path.stat().st_size == 0
+        self._file = open(self.path, "a", newline="", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._writer = csv.writer(self._file)
+        if fresh:
+            self._writer.writerow(HEADER)
+            self._file.flush()
+
+    def log_scalar(self, name: str, value: float, step: int) -> None:
+        self.log_scalars({name: value}, step)
+
+    def log_scalars(self, values: Mapping[str, float], step: int) -> None:
+        now = f"{time.time():.3f}"
+        self._writer.writerows((step, name, repr(float(value)), now) for name, value in values.items())
+        self._file.flush()
+
+    def flush(self) -> None:
+        if not self._file.closed:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self.flush()
+            self._file.close()
+
+
+@hookimpl
+def rl_register_loggers() -> dict[str, Any]:
+    return {"csv": CSVLogger}

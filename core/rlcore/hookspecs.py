@@ -1,0 +1,274 @@
+"""The hook specifications of rl-core: one small documented function per hook.
+
+Every loop hook receives ``trainer``; like any pluggy hook, an implementation may accept
+only the arguments it needs. ``docs/hooks.md`` documents each hook and a test keeps it
+in sync with this file.
+
+Three kinds of hooks run inside the loop:
+
+- *data* hooks (``rl_batch_process``, ``rl_process_optim_batch``) chain: each
+  implementation receives the previous one's output; returning ``None`` keeps the batch
+  as it was (it may have been changed in place);
+- *logging* hooks return a ``dict`` of values (or ``None``); the key ``log_pbar`` (bool)
+  also shows that dict's values on the progress bar;
+- *operation* hooks return nothing.
+
+Registry hooks let a plugin contribute named factories; they are called without a
+trainer and must stay light (import heavy libraries inside the factories).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._markers import hookspec
+
+if TYPE_CHECKING:
+    import click
+    from tensordict import TensorDictBase
+
+    from ._registry import Algorithm
+    from ._trainer import Trainer
+
+__all__ = [
+    "LOOP_HOOKS",
+    "DATA_HOOKS",
+    "LOGGING_HOOKS",
+]
+
+#: The ten hook points of the loop, in the order one batch meets them.
+LOOP_HOOKS = (
+    "rl_batch_process",
+    "rl_pre_steps_log",
+    "rl_pre_optim_steps",
+    "rl_process_optim_batch",
+    "rl_post_loss",
+    "rl_optimizer",
+    "rl_post_optim",
+    "rl_post_optim_log",
+    "rl_post_steps",
+    "rl_post_steps_log",
+)
+#: Loop hooks whose implementations chain their outputs.
+DATA_HOOKS = ("rl_batch_process", "rl_process_optim_batch")
+#: Loop hooks whose implementations return values to log.
+LOGGING_HOOKS = ("rl_pre_steps_log", "rl_post_optim_log", "rl_post_steps_log")
+
+
+# ---------------------------------------------------------------------------- lifecycle
+
+
+@hookspec
+def rl_setup(trainer: Trainer) -> None:
+    """Called once when :meth:`Trainer.train` starts, before the first batch.
+
+    Register modules, ops or extra loggers here. A resumed run has already loaded its
+    checkpoint, so ``trainer.collected_frames`` may be above zero.
+
+    :param trainer: the trainer about to run.
+    """
+
+
+@hookspec
+def rl_shutdown(trainer: Trainer) -> None:
+    """Called once when training ends, whether it finished, failed or was interrupted.
+
+    Loggers are flushed and closed after this hook.
+
+    :param trainer: the trainer that ran.
+    """
+
+
+@hookspec
+def rl_exception(trainer: Trainer, exception: BaseException) -> None:
+    """Called when the loop raises, before :func:`rl_shutdown`; the exception then propagates.
+
+    :param trainer: the trainer that was running.
+    :param exception: what was raised (``KeyboardInterrupt`` included).
+    """
+
+
+# --------------------------------------------------------------------------- loop hooks
+
+
+@hookspec
+def rl_batch_process(trainer: Trainer, batch: TensorDictBase) -> TensorDictBase | None:
+    """Process a freshly collected batch of shape ``[envs, time]`` (data hook, chains).
+
+    Typical uses: computing advantages, normalising rewards, filling a replay buffer.
+
+    :param trainer: the running trainer.
+    :param batch: the batch, as returned by the previous implementation.
+    :return: a new batch, or ``None`` to keep ``batch``.
+    """
+
+
+@hookspec
+def rl_pre_steps_log(trainer: Trainer, batch: TensorDictBase) -> dict[str, Any] | None:
+    """Return values to log about the processed batch, before optimisation (logging hook).
+
+    :param trainer: the running trainer.
+    :param batch: the processed batch.
+    :return: ``{name: value}``, or ``None``; ``log_pbar=True`` also shows them on the progress bar.
+    """
+
+
+@hookspec
+def rl_pre_optim_steps(trainer: Trainer) -> None:
+    """Called once per batch before the optimisation steps (operation hook).
+
+    :param trainer: the running trainer.
+    """
+
+
+@hookspec
+def rl_process_optim_batch(trainer: Trainer, batch: TensorDictBase) -> TensorDictBase | None:
+    """Turn the batch into the sub-batch of one optimisation step (data hook, chains).
+
+    Typical uses: taking a minibatch, sampling a replay buffer, moving to the device.
+    ``trainer.optim_step_in_batch`` tells which step of the batch this is.
+
+    :param trainer: the running trainer.
+    :param batch: the processed batch on the first implementation, then the previous output.
+    :return: the sub-batch, or ``None`` to keep ``batch``.
+    """
+
+
+@hookspec
+def rl_post_loss(trainer: Trainer, batch: TensorDictBase, losses: TensorDictBase) -> None:
+    """Called after the loss module ran on a sub-batch, before the optimizer step (operation hook).
+
+    :param trainer: the running trainer.
+    :param batch: the sub-batch the loss was computed on.
+    :param losses: the loss module's output; keys starting with ``loss`` are summed and minimised.
+    """
+
+
+@hookspec(firstresult=True)
+def rl_optimizer(trainer: Trainer, losses: TensorDictBase) -> dict[str, Any] | None:
+    """Perform the optimizer step for ``losses`` (first result wins).
+
+    The trainer's own implementation (``trylast``) sums the ``loss*`` entries, back-propagates,
+    clips gradients (``clip_grad_norm``/``clip_norm``), steps the optimizer and returns
+    ``{"grad_norm": ...}``. Return a dict to replace it, or wrap it (``wrapper=True``) to extend it.
+
+    :param trainer: the running trainer.
+    :param losses: the loss module's output for this step.
+    :return: statistics of the step (logged under ``optim/``), or ``None`` to let the next implementation act.
+    """
+
+
+@hookspec
+def rl_post_optim(trainer: Trainer) -> None:
+    """Called after each optimizer step (operation hook).
+
+    Typical uses: target-network updates, schedules per step.
+
+    :param trainer: the running trainer.
+    """
+
+
+@hookspec
+def rl_post_optim_log(trainer: Trainer, batch: TensorDictBase) -> dict[str, Any] | None:
+    """Return values to log after each optimizer step (logging hook).
+
+    :param trainer: the running trainer.
+    :param batch: the sub-batch of this step.
+    :return: ``{name: value}``, or ``None``.
+    """
+
+
+@hookspec
+def rl_post_steps(trainer: Trainer) -> None:
+    """Called once per batch after all its optimisation steps (operation hook).
+
+    Typical uses: updating the collection policy's weights, schedules per batch.
+
+    :param trainer: the running trainer.
+    """
+
+
+@hookspec
+def rl_post_steps_log(trainer: Trainer, batch: TensorDictBase) -> dict[str, Any] | None:
+    """Return values to log once the batch is done (logging hook).
+
+    Typical uses: evaluation returns, recorded videos, per-batch statistics.
+
+    :param trainer: the running trainer.
+    :param batch: the processed batch.
+    :return: ``{name: value}``, or ``None``.
+    """
+
+
+# ------------------------------------------------------------------------------ registry
+
+
+@hookspec
+def rl_register_algorithms() -> list[Algorithm] | None:
+    """Contribute algorithms: a loss module builder with its default config.
+
+    :return: a list of :class:`rlcore.Algorithm`.
+    """
+
+
+@hookspec
+def rl_register_loggers() -> dict[str, Any] | None:
+    """Contribute loggers by name (the keys of the ``loggers`` config section, ``--logger NAME``).
+
+    A factory is called as ``factory(exp_name=..., log_dir=..., **options)`` and returns a
+    :class:`rlcore.Logger`.
+
+    :return: ``{name: factory}``.
+    """
+
+
+@hookspec
+def rl_register_envs() -> dict[str, Any] | None:
+    """Contribute environments by name, beside Gymnasium's registered ids.
+
+    A factory is called as ``factory(**kwargs)`` (``env.kwargs``) and returns one ``gymnasium.Env``.
+
+    :return: ``{name: factory}``.
+    """
+
+
+@hookspec
+def rl_register_env_wrappers() -> dict[str, Any] | None:
+    """Contribute vector-env wrappers by name (the keys of the ``env.wrappers`` config mapping).
+
+    A factory is called as ``factory(env, **options)`` with a ``gymnasium.vector.VectorEnv``
+    and returns the wrapped vector env. A wrapper with ``state_dict``/``load_state_dict`` is checkpointed.
+
+    :return: ``{name: factory}``.
+    """
+
+
+@hookspec
+def rl_register_checkpoint_backends() -> dict[str, Any] | None:
+    """Contribute checkpoint backends by name (``checkpoint.backend``, env ``CKPT_BACKEND``).
+
+    A factory is called as ``factory(directory=..., keep_last=...)`` and returns a
+    :class:`rlcore.CheckpointBackend`.
+
+    :return: ``{name: factory}``.
+    """
+
+
+@hookspec
+def rl_register_hooks() -> dict[str, Any] | None:
+    """Contribute trainer hooks by name (the keys of the ``hooks`` config section).
+
+    A factory is called as ``factory(**options)``. It returns either a
+    :class:`rlcore.TrainerHookBase` (then ``register(trainer, name)`` is called) or any object
+    with ``@rlcore.hookimpl`` methods (then it is registered as a plugin of the run).
+
+    :return: ``{name: factory}``.
+    """
+
+
+@hookspec
+def rl_register_commands(cli: click.Group) -> None:
+    """Add sub-commands to ``rlctl`` (datasette's ``register_commands``).
+
+    :param cli: the ``rlctl`` click group; decorate functions with ``@cli.command()``.
+    """

@@ -1,0 +1,204 @@
+"""The MLflow logger: one MLflow run per rl-core run, written through :class:`mlflow.MlflowClient`.
+
+The client (not MLflow's fluent API) keeps no global active run, so several loggers can live in
+one process. Metrics are buffered and sent with ``log_batch``: at most every ``flush_secs``
+seconds, every 1000 values, and on :meth:`~MLflowLogger.flush`/:meth:`~MLflowLogger.close`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param
+from mlflow.exceptions import MlflowException
+
+from rlcore import ConfigError, Logger
+
+#: Files of the run directory uploaded as artifacts on close.
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml")
+_MAX_PENDING = 1000  # MLflow's limit of metrics per log_batch request
+_MAX_PARAM_LENGTH = 6000
+_MAX_KEY_LENGTH = 250
+_BAD_KEY_CHARS = re.compile(r"[^/\w.\- ]")
+_STATUS = {"finished": "FINISHED", "failed": "FAILED", "killed": "KILLED"}
+
+
+class MLflowLogger(Logger):
+    """Logs to one MLflow run: params, metrics with ``step`` = frames, videos and the config as artifacts.
+
+    The tracking server is ``tracking_uri``, else ``MLFLOW_TRACKING_URI``, else a SQLite store in
+    the run directory (``<log_dir>/mlflow.db``, artifacts in ``<log_dir>/mlartifacts``): MLflow 3
+    no longer accepts its old file store by default. An experiment that exists is reused.
+
+    :param exp_name: the run's name.
+    :param log_dir: the run directory.
+    :param experiment: the MLflow experiment's name.
+    :param run_name: the MLflow run's name; default ``exp_name``.
+    :param tags: run tags, ``{key: value}`` or a list of names (tagged with an empty value).
+    :param tracking_uri: where to log, overriding ``MLFLOW_TRACKING_URI``.
+    :param flush_secs: the longest time a metric waits in the buffer (``0`` sends every call).
+    """
+
+    def __init__(
+        self,
+        exp_name: str,
+        log_dir: str | os.PathLike[str],
+        experiment: str = "rlcore",
+        run_name: str | None = None,
+        tags: Mapping[str, Any] | Iterable[str] | None = None,
+        tracking_uri: str | None = None,
+        flush_secs: float = 5.0,
+    ) -> None:
+        super().__init__(exp_name, log_dir)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        uri, artifact_location = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI"), None
+        if not uri:
+            uri = f"sqlite:///{(self.log_dir / 'mlflow.db').resolve().as_posix()}"
+            artifact_location = (self.log_dir / "mlartifacts").resolve().as_uri()
+        self.tracking_uri = uri
+        self.client = MlflowClient(tracking_uri=uri)
+        self.experiment_id = _experiment_id(self.client, experiment, artifact_location)
+        run = self.client.create_run(self.experiment_id, run_name=run_name or exp_name, tags=_tags(tags))
+        self.run_id: str = run.info.run_id
+        self.flush_secs = flush_secs
+        #: mp4 needs imageio and imageio-ffmpeg (the ``video`` extra)
+        self.supports_video = all(importlib.util.find_spec(m) for m in ("imageio", "imageio_ffmpeg"))
+        self._pending: list[Metric] = []
+        self._sent_at = time.monotonic()
+        self._hparams: dict[str, Any] | None = None
+        self._warned_video = False
+        self._closed = False
+
+    # ------------------------------------------------------------------ metrics
+    def log_scalar(self, name: str, value: float, step: int) -> None:
+        self.log_scalars({name: value}, step)
+
+    def log_scalars(self, values: Mapping[str, float], step: int) -> None:
+        """Buffer ``values``; send the buffer when it is full or older than ``flush_secs``."""
+        now = int(time.time() * 1000)
+        self._pending.extend(Metric(metric_key(k), float(v), now, int(step)) for k, v in values.items())
+        if len(self._pending) >= _MAX_PENDING or time.monotonic() - self._sent_at >= self.flush_secs:
+            self._send()
+
+    def _send(self) -> None:
+        pending, self._pending = self._pending, []
+        if pending:
+            self.client.log_batch(self.run_id, metrics=pending)  # the client splits it into requests
+        self._sent_at = time.monotonic()
+
+    def log_hparams(self, params: Mapping[str, Any]) -> None:
+        """Log ``params`` as run params (values as text, cut to MLflow's 6000 characters)."""
+        self._hparams = dict(params)
+        batch = {metric_key(k): str(v)[:_MAX_PARAM_LENGTH] for k, v in params.items()}
+        self.client.log_batch(self.run_id, params=[Param(k, v) for k, v in batch.items()])
+
+    # ------------------------------------------------------------------ artifacts
+    def log_video(self, name: str, video: Any, step: int, fps: int = 30) -> None:
+        """Upload ``video`` as ``videos/<name>_<step>.mp4``; skipped with a warning without imageio."""
+        if not self.supports_video:
+            if not self._warned_video:
+                warnings.warn(
+                    "rl-plugin-mlflow: videos are not logged; install imageio and imageio-ffmpeg "
+                    "(pip install 'rl-plugin-mlflow[video]')",
+                    stacklevel=2,
+                )
+                self._warned_video = True
+            return
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / f"{metric_key(name).replace('/', '_')}_{int(step)}.mp4"
+            write_mp4(path, video, fps)
+            self.client.log_artifact(self.run_id, str(path), artifact_path="videos")
+
+    def flush(self) -> None:
+        if not self._closed:
+            self._send()
+
+    def close(self) -> None:
+        """Send buffered metrics, upload ``<log_dir>/config.*`` (else the hparams as ``hparams.yaml``) and end
+        the run: ``FINISHED``, or ``FAILED``/``KILLED`` when called while an exception propagates (the trainer
+        closes its loggers in a ``finally`` block)."""
+        if self._closed:
+            return
+        status = _STATUS[exit_status()]
+        self._closed = True
+        try:
+            self._send()
+            configs = [p for p in sorted(self.log_dir.glob("config.*")) if p.suffix in CONFIG_SUFFIXES and p.is_file()]
+            for path in configs:
+                self.client.log_artifact(self.run_id, str(path))
+            if not configs and self._hparams is not None:
+                self.client.log_dict(self.run_id, json.loads(json.dumps(self._hparams, default=str)), "hparams.yaml")
+        finally:
+            self.client.set_terminated(self.run_id, status=status)
+
+    def __repr__(self) -> str:
+        return f"MLflowLogger(exp_name={self.exp_name!r}, run_id={self.run_id!r}, tracking_uri={self.tracking_uri!r})"
+
+
+def _experiment_id(client: MlflowClient, name: str, artifact_location: str | None) -> str:
+    """The id of experiment ``name``, created when missing."""
+    experiment = client.get_experiment_by_name(name)
+    if experiment is None:
+        try:
+            return client.create_experiment(name, artifact_location=artifact_location)
+        except MlflowException:  # created meanwhile by another process
+            experiment = client.get_experiment_by_name(name)
+            if experiment is None:
+                raise
+    if experiment.lifecycle_stage == "deleted":
+        raise ConfigError(f"loggers.mlflow.experiment: MLflow experiment {name!r} is deleted; restore it or choose another name")
+    return experiment.experiment_id
+
+
+def _tags(tags: Mapping[str, Any] | Iterable[str] | None) -> dict[str, str]:
+    if not tags:
+        return {}
+    if isinstance(tags, Mapping):
+        return {str(k): str(v) for k, v in tags.items()}
+    return {str(t): "" for t in tags}
+
+
+def metric_key(name: str) -> str:
+    """``name`` as a valid MLflow key: characters other than letters, digits, ``_-. /`` become ``_``."""
+    key = "/".join(p for p in _BAD_KEY_CHARS.sub("_", str(name)).split("/") if p not in ("", ".", ".."))
+    return key[:_MAX_KEY_LENGTH] or "_"
+
+
+def exit_status() -> str:
+    """``"finished"``, or ``"failed"``/``"killed"`` when called while an exception (``KeyboardInterrupt``) propagates."""
+    err = sys.exc_info()[1]
+    if err is None:
+        return "finished"
+    return "killed" if isinstance(err, KeyboardInterrupt) else "failed"
+
+
+def write_mp4(path: Path, video: Any, fps: int) -> None:
+    """Write ``uint8`` frames ``[time, height, width, channels]`` as an H.264 mp4 (padded to even sizes).
+
+    :param path: the file to write.
+    :param video: an array or tensor; one channel is gray, an alpha channel is dropped.
+    :param fps: frames per second.
+    """
+    import imageio.v2 as imageio
+
+    frames = np.asarray(video.detach().cpu() if hasattr(video, "detach") else video)
+    if frames.ndim != 4 or frames.shape[-1] not in (1, 3, 4) or frames.shape[0] == 0:
+        raise ValueError(f"a video is [time, height, width, 1|3|4 channels], got shape {frames.shape}")
+    if np.issubdtype(frames.dtype, np.floating):
+        frames = frames * 255.0
+    frames = np.clip(frames, 0, 255).astype(np.uint8)
+    frames = np.repeat(frames, 3, axis=-1) if frames.shape[-1] == 1 else frames[..., :3]
+    frames = np.pad(frames, ((0, 0), (0, frames.shape[1] % 2), (0, frames.shape[2] % 2), (0, 0)), mode="edge")
+    imageio.mimwrite(path, list(frames), fps=fps, macro_block_size=1)

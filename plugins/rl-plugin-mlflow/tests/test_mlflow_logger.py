@@ -1,0 +1,230 @@
+"""The mlflow logger against real MLflow stores (SQLite, and a real ``mlflow server``), read back with MlflowClient."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import imageio.v2 as imageio
+import numpy as np
+import pytest
+from mlflow import MlflowClient
+
+import rlcore
+from rl_plugin_mlflow._logger import MLflowLogger, metric_key
+
+HPARAMS = {"algo.lr": 3e-4, "algo.name": "ppo", "trainer.total_frames": 4096, "env.wrappers": ["normalize"]}
+
+
+@pytest.fixture(autouse=True)
+def no_tracking_uri(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+
+
+@pytest.fixture(scope="session")
+def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty, migrated MLflow SQLite store; copying it saves the seconds its schema migrations take."""
+    path = tmp_path_factory.mktemp("template") / "mlflow.db"
+    MlflowClient(f"sqlite:///{path.as_posix()}").search_experiments()
+    return path
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path, template_db: Path) -> Path:
+    """A run directory whose ``mlflow.db`` already exists (as when a run is resumed)."""
+    shutil.copy(template_db, tmp_path / "mlflow.db")
+    return tmp_path
+
+
+def history(client: MlflowClient, run_id: str, key: str) -> list[tuple[int, float]]:
+    return [(m.step, m.value) for m in client.get_metric_history(run_id, key)]
+
+
+def log_a_run(logger: MLflowLogger) -> None:
+    logger.log_hparams(HPARAMS)
+    logger.log_scalar("train/episode_return", 1.5, 128)
+    logger.log_scalars({"train/episode_return": 2.5, "loss/objective": -0.25}, 256)
+    logger.log_video("eval/video", np.full((5, 21, 33, 3), 200, dtype=np.uint8), step=256, fps=10)
+
+
+def test_local_sqlite_store_in_the_run_directory(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text("algo:\n  name: ppo\n")
+    logger = MLflowLogger("ppo_run", run_dir)
+    assert logger.supports_video
+    log_a_run(logger)
+    logger.close()
+    logger.close()  # idempotent
+
+    assert (run_dir / "mlflow.db").is_file()
+    client = MlflowClient(f"sqlite:///{(run_dir / 'mlflow.db').as_posix()}")
+    run = client.get_run(logger.run_id)
+    assert (run.info.status, run.info.run_name) == ("FINISHED", "ppo_run")
+    assert client.get_experiment(run.info.experiment_id).name == "rlcore"
+    assert run.data.params == {"algo.lr": "0.0003", "algo.name": "ppo", "trainer.total_frames": "4096", "env.wrappers": "['normalize']"}
+    assert history(client, logger.run_id, "train/episode_return") == [(128, 1.5), (256, 2.5)]
+    assert history(client, logger.run_id, "loss/objective") == [(256, -0.25)]
+
+    assert {a.path for a in client.list_artifacts(logger.run_id)} == {"config.yaml", "videos"}
+    assert [a.path for a in client.list_artifacts(logger.run_id, "videos")] == ["videos/eval_video_256.mp4"]
+    assert (run_dir / "mlartifacts").is_dir()
+    local = client.download_artifacts(logger.run_id, "videos/eval_video_256.mp4", str(tmp_path))
+    frames = np.stack(imageio.mimread(local))
+    assert frames.shape == (5, 22, 34, 3)  # padded to even sizes for H.264
+    assert abs(int(frames[:, :21, :33].mean()) - 200) <= 3
+
+
+def test_metrics_are_buffered_until_flush(run_dir: Path) -> None:
+    logger = MLflowLogger("run", run_dir, flush_secs=3600)
+    client = MlflowClient(logger.tracking_uri)
+    for step in range(1, 6):
+        logger.log_scalars({"a": float(step), "b": -float(step)}, step * 100)
+    assert client.get_metric_history(logger.run_id, "a") == []
+    logger.flush()
+    assert history(client, logger.run_id, "a") == [(s * 100, float(s)) for s in range(1, 6)]
+    logger.log_scalar("a", 6.0, 600)
+    logger.close()
+    assert history(client, logger.run_id, "a")[-1] == (600, 6.0)
+
+
+def test_existing_experiment_reused_with_tags_and_hparams_artifact(
+    tmp_path: Path, template_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copy(template_db, tmp_path / "shared.db")
+    uri = f"sqlite:///{(tmp_path / 'shared.db').as_posix()}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    first = MLflowLogger("a", tmp_path / "a", experiment="shared", tags={"team": "rl"})
+    second = MLflowLogger("b", tmp_path / "b", experiment="shared", run_name="second", tags=["baseline"])
+    assert first.experiment_id == second.experiment_id
+    second.log_hparams({"algo.lr": 0.1})
+    first.close()
+    second.close()
+    assert not (tmp_path / "a" / "mlflow.db").exists()
+    client = MlflowClient(uri)
+    runs = {r.info.run_name: r for r in client.search_runs([first.experiment_id])}
+    assert set(runs) == {"a", "second"}
+    assert runs["a"].data.tags["team"] == "rl" and runs["second"].data.tags["baseline"] == ""
+    assert all(r.info.status == "FINISHED" for r in runs.values())
+    assert [a.path for a in client.list_artifacts(second.run_id)] == ["hparams.yaml"]
+    assert client.list_artifacts(first.run_id) == []
+
+
+def test_run_marked_failed_when_closed_during_an_exception(run_dir: Path) -> None:
+    logger = MLflowLogger("run", run_dir)
+    with pytest.raises(RuntimeError):
+        try:
+            raise RuntimeError("diverged")
+        finally:
+            logger.close()
+    assert MlflowClient(logger.tracking_uri).get_run(logger.run_id).info.status == "FAILED"
+
+
+def test_keys_are_made_valid(run_dir: Path) -> None:
+    assert metric_key("eval/return:mean?") == "eval/return_mean_"
+    assert metric_key("/a//b/") == "a/b"
+    logger = MLflowLogger("run", run_dir, flush_secs=0)
+    logger.log_scalar("eval/return:mean", 1.0, 10)
+    logger.close()
+    assert history(MlflowClient(logger.tracking_uri), logger.run_id, "eval/return_mean") == [(10, 1.0)]
+
+
+def test_video_skipped_with_a_warning_without_imageio(run_dir: Path) -> None:
+    logger = MLflowLogger("run", run_dir)
+    logger.supports_video = False  # as when imageio is not installed
+    with pytest.warns(UserWarning, match="imageio"):
+        logger.log_video("eval/video", np.zeros((2, 4, 4, 3), dtype=np.uint8), step=1)
+    logger.close()
+    assert MlflowClient(logger.tracking_uri).list_artifacts(logger.run_id) == []
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def mlflow_server(tmp_path: Path, template_db: Path) -> Iterator[str]:
+    """A real ``mlflow server`` on loopback with a SQLite backend and proxied artifacts, all in ``tmp_path``."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    shutil.copy(template_db, tmp_path / "server.db")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"  # no background job workers, which a test does not need
+    cmd = [
+        sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+        "--backend-store-uri", f"sqlite:///{(tmp_path / 'server.db').as_posix()}",
+        "--serve-artifacts", "--artifacts-destination", str(tmp_path / "server-artifacts"),
+    ]  # fmt: skip
+    log = open(tmp_path / "server.log", "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"mlflow server did not start:\n{(tmp_path / 'server.log').read_text()[-3000:]}")
+            time.sleep(0.25)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # the server's own process group (uvicorn runs as its child)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups")
+def test_logs_to_a_tracking_server(tmp_path: Path, mlflow_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
+    run_dir = tmp_path / "run"
+    logger = MLflowLogger("served", run_dir, experiment="remote")
+    log_a_run(logger)
+    logger.close()
+    assert not (run_dir / "mlflow.db").exists()
+
+    client = MlflowClient(mlflow_server)
+    run = client.get_run(logger.run_id)
+    assert run.info.status == "FINISHED" and client.get_experiment(run.info.experiment_id).name == "remote"
+    assert run.data.params["algo.name"] == "ppo"
+    assert history(client, logger.run_id, "train/episode_return") == [(128, 1.5), (256, 2.5)]
+    assert {a.path for a in client.list_artifacts(logger.run_id)} == {"hparams.yaml", "videos"}
+    assert list((tmp_path / "server-artifacts").rglob("eval_video_256.mp4"))
+
+
+def test_discovered_through_its_entry_point(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RLCORE_PLUGINS", raising=False)
+    pm = rlcore.get_plugin_manager()
+    info = {i.name: i for i in pm.describe()}["mlflow"]
+    assert (info.status, info.distribution, info.provides) == ("ok", "rl-plugin-mlflow", {"loggers": ["mlflow"]})
+    logger = rlcore.get_logger("mlflow", exp_name="run-1", log_dir=run_dir, plugin_manager=pm, experiment="via-registry")
+    assert isinstance(logger, MLflowLogger) and isinstance(logger, rlcore.Logger)
+    logger.close()
+    assert MlflowClient(logger.tracking_uri).get_experiment_by_name("via-registry") is not None
+
+
+def test_listing_plugins_does_not_import_mlflow() -> None:
+    code = (
+        "import sys, rlcore\n"
+        "infos = {i.name: i for i in rlcore.get_plugin_manager().describe()}\n"
+        "assert infos['mlflow'].provides == {'loggers': ['mlflow']}, infos\n"
+        "assert 'mlflow' not in sys.modules\n"
+    )
+    env = {**os.environ, "RLCORE_PLUGINS": "rl-plugin-mlflow"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)

@@ -1,0 +1,40 @@
+"""From an ``algo`` config section to the loss module and its policy."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from . import DEFAULTS, OBJECTIVE
+from ._losses import PolicyGradientLoss
+from ._policies import make_actor_critic
+
+#: ``algo`` keys that configure the actor-critic rather than the loss
+POLICY_KEYS = ("hidden_sizes", "activation", "shared_trunk", "log_std_init", "action_bounds")
+
+
+def build_loss(
+    name: str,
+    config: Mapping[str, Any],
+    observation_space: Any,
+    action_space: Any,
+    device: str | torch.device = "cpu",
+) -> PolicyGradientLoss:
+    """Build algorithm ``name``'s loss module, its ``policy`` built from the env's spaces.
+
+    :param name: a key of :data:`rl_plugin_pg.DEFAULTS`.
+    :param config: the ``algo`` section; missing keys take the algorithm's defaults.
+    :param observation_space: the single env's observation space.
+    :param action_space: the single env's action space.
+    :param device: where the modules live.
+    :raises ValueError: for a key the algorithm does not accept.
+    """
+    defaults = DEFAULTS[name]["algo"]
+    options = {**defaults, **{k: v for k, v in config.items() if k != "name"}}
+    unknown = sorted(set(options) - set(defaults))
+    if unknown:
+        raise ValueError(f"algo: unknown key(s) {', '.join(unknown)} for {name!r}; valid keys: {', '.join(sorted(defaults))}")
+    policy = make_actor_critic(observation_space, action_space, **{k: options.pop(k) for k in POLICY_KEYS})
+    return PolicyGradientLoss(policy, objective=OBJECTIVE[name], **options).to(device)

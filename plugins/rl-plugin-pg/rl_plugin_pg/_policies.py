@@ -1,0 +1,236 @@
+"""Actor-critic MLP policies built from Gymnasium spaces, as ``tensordict.nn`` modules.
+
+One module holds the actor and the critic. Called on a TensorDict it acts, as the collector
+needs: it reads ``observation`` and writes ``action``, ``sample_log_prob`` and ``state_value``
+(and ``raw_action`` for ``Box`` actions). It samples in ``InteractionType.RANDOM`` and acts with
+the distribution's mode otherwise (``DETERMINISTIC``, ``MODE``, ... or no interaction type set).
+
+The distributions are written with plain torch operations rather than
+``torch.distributions`` objects: a collection step is a few small matrix products, and
+building distribution objects (with their argument validation) would cost more than the
+network itself.
+
+- ``Discrete(n)``: a categorical over ``n`` logits.
+- ``Box``: a diagonal Gaussian with a state-independent log standard deviation. The sample
+  ``raw_action`` is what the log-probability is of; ``action`` is it clipped to the bounds
+  (``action_bounds="clip"``) or squashed into them with ``tanh`` (``"tanh"``). The squashing
+  Jacobian depends on the sample only, so it cancels in probability ratios and is left out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from tensordict import TensorDictBase
+from tensordict.nn import InteractionType, TensorDictModuleBase, interaction_type
+from torch import nn
+
+ACTIVATIONS: dict[str, type[nn.Module]] = {
+    "tanh": nn.Tanh,
+    "relu": nn.ReLU,
+    "elu": nn.ELU,
+    "gelu": nn.GELU,
+    "silu": nn.SiLU,
+    "leaky_relu": nn.LeakyReLU,
+}
+ACTION_BOUNDS = ("clip", "tanh")
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def mlp(in_dim: int, hidden_sizes: Sequence[int], activation: str, out_dim: int | None, out_gain: float = 1.0) -> nn.Sequential:
+    """A multi-layer perceptron with orthogonal initialisation (CleanRL's ``layer_init``).
+
+    :param in_dim: input features.
+    :param hidden_sizes: width of each hidden layer.
+    :param activation: a name of :data:`ACTIVATIONS`.
+    :param out_dim: output features of a final linear layer; ``None`` ends on the last hidden layer.
+    :param out_gain: orthogonal gain of the final layer (small for policy heads).
+    """
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {activation!r}; valid choices: {', '.join(ACTIVATIONS)}")
+    layers: list[nn.Module] = []
+    width = in_dim
+    for size in hidden_sizes:
+        layers += [_linear(width, size, math.sqrt(2)), ACTIVATIONS[activation]()]
+        width = size
+    if out_dim is not None:
+        layers.append(_linear(width, out_dim, out_gain))
+    return nn.Sequential(*layers)
+
+
+def _linear(in_dim: int, out_dim: int, gain: float) -> nn.Linear:
+    layer = nn.Linear(in_dim, out_dim)
+    nn.init.orthogonal_(layer.weight, gain)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+def sampling() -> bool:
+    """Whether the current ``tensordict.nn`` interaction type asks for a random action."""
+    return interaction_type() == InteractionType.RANDOM
+
+
+class ActorCritic(TensorDictModuleBase):
+    """An actor and a critic over a flat observation, with shared or separate MLP trunks.
+
+    :param obs_shape: shape of one observation (flattened into the MLP's input).
+    :param action_dim: number of discrete actions, or the size of a continuous action.
+    :param discrete: categorical (``True``) or Gaussian (``False``) actions.
+    :param hidden_sizes: hidden layer widths of each trunk.
+    :param activation: a name of :data:`ACTIVATIONS`.
+    :param shared_trunk: one trunk feeds both heads, instead of one MLP each.
+    :param log_std_init: initial log standard deviation of a Gaussian policy.
+    :param low: lower action bounds of a Gaussian policy.
+    :param high: upper action bounds of a Gaussian policy.
+    :param action_bounds: ``"clip"`` or ``"tanh"``: how Gaussian samples are brought into the bounds.
+    """
+
+    in_keys = ["observation"]
+
+    def __init__(
+        self,
+        obs_shape: Sequence[int],
+        action_dim: int,
+        *,
+        discrete: bool,
+        hidden_sizes: Sequence[int] = (64, 64),
+        activation: str = "tanh",
+        shared_trunk: bool = False,
+        log_std_init: float = 0.0,
+        low: Any = None,
+        high: Any = None,
+        action_bounds: str = "clip",
+    ) -> None:
+        super().__init__()
+        if action_bounds not in ACTION_BOUNDS:
+            raise ValueError(f"unknown action_bounds {action_bounds!r}; valid choices: {', '.join(ACTION_BOUNDS)}")
+        self.discrete = discrete
+        self.obs_ndim = len(obs_shape)
+        obs_dim = int(np.prod(obs_shape))
+        self.action_dim = action_dim
+        self.squash = action_bounds == "tanh"
+        self.out_keys = ["action", "sample_log_prob", "state_value"] + ([] if discrete else ["raw_action"])
+        self.action_key = "action" if discrete else "raw_action"
+        hidden_sizes = list(hidden_sizes)
+        if shared_trunk:
+            self.trunk: nn.Module = mlp(obs_dim, hidden_sizes, activation, None)
+            width = hidden_sizes[-1] if hidden_sizes else obs_dim
+            self.actor_head: nn.Module = _linear(width, action_dim, 0.01)
+            self.critic_head: nn.Module = _linear(width, 1, 1.0)
+        else:
+            self.trunk = nn.Identity()
+            self.actor_head = mlp(obs_dim, hidden_sizes, activation, action_dim, 0.01)
+            self.critic_head = mlp(obs_dim, hidden_sizes, activation, 1, 1.0)
+        if not discrete:
+            self.log_std = nn.Parameter(torch.full((action_dim,), float(log_std_init)))
+            low_t = torch.as_tensor(np.asarray(low, dtype=np.float32)).reshape(action_dim)
+            high_t = torch.as_tensor(np.asarray(high, dtype=np.float32)).reshape(action_dim)
+            self.register_buffer("low", low_t, persistent=False)
+            self.register_buffer("high", high_t, persistent=False)
+
+    # ------------------------------------------------------------------ the networks
+    def heads(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Actor output (logits or Gaussian mean) and state value ``[..., 1]`` of observations ``[..., *obs_shape]``."""
+        features = _run(self.trunk, self._flat(obs))
+        return _run(self.actor_head, features), _run(self.critic_head, features)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """State values ``[..., 1]`` of observations ``[..., *obs_shape]``."""
+        return _run(self.critic_head, _run(self.trunk, self._flat(obs)))
+
+    def _flat(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.obs_ndim != 1:
+            obs = obs.flatten(-self.obs_ndim) if self.obs_ndim else obs.unsqueeze(-1)
+        return obs.float()
+
+    # ------------------------------------------------------------------ acting
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Act on ``tensordict["observation"]``: sample under ``RANDOM``, take the mode otherwise."""
+        out, value = self.heads(tensordict.get("observation"))
+        random = sampling()
+        if self.discrete:
+            log_probs = torch.log_softmax(out, -1)
+            if random:  # inverse-CDF sampling: cheaper than torch.multinomial on small batches
+                cdf = log_probs.exp().cumsum(-1)
+                u = torch.rand_like(cdf[..., :1]) * cdf[..., -1:]
+                action = torch.searchsorted(cdf, u, right=True).clamp_(max=out.shape[-1] - 1)
+            else:
+                action = out.argmax(-1, keepdim=True)
+            tensordict.set("sample_log_prob", log_probs.gather(-1, action).squeeze(-1))
+            tensordict.set("action", action.squeeze(-1))
+        else:
+            log_std = self.log_std.expand_as(out)
+            raw = out + log_std.exp() * torch.randn_like(out) if random else out
+            tensordict.set("sample_log_prob", gaussian_log_prob(raw, out, log_std))
+            tensordict.set("raw_action", raw)
+            tensordict.set("action", self.to_bounds(raw))
+        tensordict.set("state_value", value)
+        return tensordict
+
+    def to_bounds(self, raw: torch.Tensor) -> torch.Tensor:
+        """Bring Gaussian samples into the action bounds (clip or tanh squash)."""
+        if self.squash:
+            return self.low + (torch.tanh(raw) + 1) * (0.5 * (self.high - self.low))
+        return torch.maximum(torch.minimum(raw, self.high), self.low)
+
+    # ------------------------------------------------------------------ learning
+    def evaluate(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Log-probability and entropy of ``action`` under the current policy, and the state value.
+
+        :param obs: observations ``[B, *obs_shape]``.
+        :param action: ``action`` (discrete) or ``raw_action`` (continuous) as collected.
+        :return: ``(log_prob [B], entropy [B], value [B, 1])``.
+        """
+        out, value = self.heads(obs)
+        if self.discrete:
+            log_probs = torch.log_softmax(out, -1)
+            log_prob = log_probs.gather(-1, action.long().unsqueeze(-1)).squeeze(-1)
+            entropy = -(log_probs.exp() * log_probs).sum(-1)
+        else:
+            log_std = self.log_std.expand_as(out)
+            log_prob = gaussian_log_prob(action, out, log_std)
+            entropy = (0.5 + _LOG_SQRT_2PI + log_std).sum(-1)
+        return log_prob, entropy, value
+
+
+def _run(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``module(x)`` for the MLP pieces, calling ``forward`` directly: a collection step is small
+    enough that ``nn.Module.__call__``'s hook handling is a sizeable part of it."""
+    if isinstance(module, nn.Sequential):
+        for layer in module:
+            x = layer.forward(x)
+        return x
+    return module.forward(x)
+
+
+def gaussian_log_prob(x: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
+    """Log-density of a diagonal Gaussian, summed over the last dimension."""
+    return (-0.5 * ((x - mean) / log_std.exp()).pow(2) - log_std - _LOG_SQRT_2PI).sum(-1)
+
+
+def make_actor_critic(observation_space: Any, action_space: Any, **options: Any) -> ActorCritic:
+    """Build an :class:`ActorCritic` for Gymnasium spaces.
+
+    :param observation_space: a ``Box`` observation space (flattened).
+    :param action_space: a ``Discrete`` or a one-dimensional ``Box`` action space.
+    :param options: the remaining :class:`ActorCritic` parameters.
+    :raises ValueError: for spaces this policy does not handle.
+    """
+    from gymnasium import spaces
+
+    if not isinstance(observation_space, spaces.Box):
+        raise ValueError(f"the pg policies need a Box observation space, got {type(observation_space).__name__}")
+    obs_shape = observation_space.shape
+    if isinstance(action_space, spaces.Discrete):
+        return ActorCritic(obs_shape, int(action_space.n), discrete=True, **options)
+    if isinstance(action_space, spaces.Box) and len(action_space.shape) == 1:
+        if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
+            options["action_bounds"] = "clip"  # unbounded: clipping to +-inf leaves actions unchanged
+        return ActorCritic(
+            obs_shape, int(action_space.shape[0]), discrete=False, low=action_space.low, high=action_space.high, **options
+        )
+    raise ValueError(f"the pg policies handle Discrete and 1-D Box action spaces, got {action_space}")

@@ -1,0 +1,55 @@
+"""Discovery through the entry point, the registered algorithms and their default configs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import rlcore
+
+import rl_plugin_pg
+
+ALGORITHMS = ["a2c", "pg", "ppo", "ppo-kl", "spg"]
+
+
+def test_discovered_through_its_entry_point():
+    infos = {info.name: info for info in rlcore.get_plugin_manager().describe()}
+    info = infos["pg"]
+    assert info.status == "ok"
+    assert info.distribution == "rl-plugin-pg"
+    assert info.provides == {"algorithms": ALGORITHMS}
+    assert info.hooks == ["rl_register_algorithms"]
+
+
+def test_importing_the_plugin_does_not_import_torch():
+    code = "import sys, rl_plugin_pg; rl_plugin_pg.rl_register_algorithms(); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("name", ALGORITHMS)
+def test_defaults_resolve_and_build(name):
+    import gymnasium
+
+    config = rlcore.load_config(algo={"name": name})
+    algo = {k: v for k, v in config["algo"].items() if k != "name"}
+    assert set(algo) == set(rl_plugin_pg.DEFAULTS[name]["algo"])
+    algorithm = rlcore.get_plugin_manager().factory("algorithms", name)
+    for env_id in ("CartPole-v1", "Pendulum-v1"):
+        env = gymnasium.make(env_id)
+        loss = algorithm.build(config=algo, observation_space=env.observation_space, action_space=env.action_space, device="cpu")
+        assert loss.optim_steps_per_batch == algo["epochs"] * algo["minibatches"]
+        assert loss.policy is not None
+
+
+def test_unknown_algo_key_is_refused():
+    with pytest.raises(rlcore.ConfigError, match="algo.clip_rnage"):
+        rlcore.load_config(algo={"name": "ppo", "clip_rnage": 0.1})
+    from rl_plugin_pg._build import build_loss
+
+    import gymnasium
+
+    env = gymnasium.make("CartPole-v1")
+    with pytest.raises(ValueError, match="clip_range"):
+        build_loss("a2c", {"clip_range": 0.1}, env.observation_space, env.action_space)

@@ -1,0 +1,89 @@
+"""The actor-critic policies: spaces, sampling, the mode, log-probabilities and entropies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+from tensordict import TensorDict
+from tensordict.nn import InteractionType, set_interaction_type
+
+from rl_plugin_pg._policies import make_actor_critic
+
+
+def _act(policy, obs, mode):
+    with torch.no_grad(), set_interaction_type(mode):
+        return policy(TensorDict({"observation": obs}, batch_size=[obs.shape[0]]))
+
+
+def test_categorical_samples_and_mode():
+    torch.manual_seed(0)
+    policy = make_actor_critic(spaces.Box(-1, 1, (3,)), spaces.Discrete(3), hidden_sizes=[16])
+    obs = torch.randn(1, 3).expand(6000, 3)
+    out = _act(policy, obs, InteractionType.RANDOM)
+    assert out["action"].shape == (6000,) and out["action"].dtype == torch.long
+    assert out["state_value"].shape == (6000, 1)
+    logits, _ = policy.heads(obs[:1])
+    probs = torch.softmax(logits, -1)[0]
+    counts = torch.bincount(out["action"], minlength=3) / 6000
+    torch.testing.assert_close(counts, probs.detach(), atol=0.03, rtol=0)
+    torch.testing.assert_close(out["sample_log_prob"], probs.log()[out["action"]].detach())
+    deterministic = _act(policy, obs[:5], InteractionType.DETERMINISTIC)
+    assert (deterministic["action"] == probs.argmax()).all()
+    assert torch.equal(_act(policy, obs[:5], InteractionType.MODE)["action"], deterministic["action"])
+
+
+def test_categorical_evaluate_matches_torch_distributions():
+    policy = make_actor_critic(spaces.Box(-1, 1, (4,)), spaces.Discrete(5), hidden_sizes=[8, 8], activation="relu")
+    obs, action = torch.randn(7, 4), torch.randint(0, 5, (7,))
+    log_prob, entropy, value = policy.evaluate(obs, action)
+    logits, expected_value = policy.heads(obs)
+    dist = torch.distributions.Categorical(logits=logits)
+    torch.testing.assert_close(log_prob, dist.log_prob(action))
+    torch.testing.assert_close(entropy, dist.entropy())
+    torch.testing.assert_close(value, expected_value)
+
+
+@pytest.mark.parametrize("bounds", ["clip", "tanh"])
+def test_gaussian_actions_stay_in_bounds(bounds):
+    torch.manual_seed(0)
+    space = spaces.Box(np.array([-2.0, 0.0], dtype=np.float32), np.array([2.0, 1.0], dtype=np.float32))
+    policy = make_actor_critic(spaces.Box(-1, 1, (3,)), space, log_std_init=1.0, action_bounds=bounds)
+    out = _act(policy, torch.randn(500, 3), InteractionType.RANDOM)
+    action = out["action"]
+    assert action.shape == (500, 2)
+    assert (action[:, 0] >= -2).all() and (action[:, 0] <= 2).all()
+    assert (action[:, 1] >= 0).all() and (action[:, 1] <= 1).all()
+    # the log-probability is of the raw Gaussian sample
+    log_prob, entropy, _ = policy.evaluate(torch.randn(4, 3), out["raw_action"][:4])
+    assert log_prob.shape == (4,) and entropy.shape == (4,)
+
+
+def test_gaussian_evaluate_matches_torch_distributions_and_mode_is_the_mean():
+    policy = make_actor_critic(spaces.Box(-1, 1, (3,)), spaces.Box(-1, 1, (2,)), log_std_init=-0.5)
+    obs, raw = torch.randn(6, 3), torch.randn(6, 2)
+    log_prob, entropy, _ = policy.evaluate(obs, raw)
+    mean, _ = policy.heads(obs)
+    dist = torch.distributions.Normal(mean, policy.log_std.exp())
+    torch.testing.assert_close(log_prob, dist.log_prob(raw).sum(-1))
+    torch.testing.assert_close(entropy, dist.entropy().sum(-1))
+    out = _act(policy, obs, InteractionType.DETERMINISTIC)
+    torch.testing.assert_close(out["raw_action"], mean.detach())
+    torch.testing.assert_close(out["action"], mean.detach().clamp(-1, 1))
+
+
+def test_shared_trunk_and_image_like_observations():
+    policy = make_actor_critic(spaces.Box(0, 1, (2, 3)), spaces.Discrete(2), shared_trunk=True, hidden_sizes=[4])
+    separate = make_actor_critic(spaces.Box(0, 1, (2, 3)), spaces.Discrete(2), hidden_sizes=[4])
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    assert count(policy) < count(separate)
+    out = _act(policy, torch.rand(5, 2, 3), InteractionType.RANDOM)
+    assert out["action"].shape == (5,) and out["state_value"].shape == (5, 1)
+
+
+def test_unsupported_spaces_are_refused():
+    with pytest.raises(ValueError, match="Discrete and 1-D Box"):
+        make_actor_critic(spaces.Box(-1, 1, (3,)), spaces.MultiDiscrete([2, 2]))
+    with pytest.raises(ValueError, match="unknown activation"):
+        make_actor_critic(spaces.Box(-1, 1, (3,)), spaces.Discrete(2), activation="swishy")

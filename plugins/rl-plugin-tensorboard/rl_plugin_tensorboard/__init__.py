@@ -1,0 +1,33 @@
+"""rl-core plugin: the ``tensorboard`` logger.
+
+This module stays light: torch and TensorBoard are imported only when a logger is created.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from rlcore import hookimpl
+
+if TYPE_CHECKING:
+    from ._logger import TensorBoardLogger
+
+__all__ = ["make_logger"]
+
+
+def make_logger(exp_name: str, log_dir: str | os.PathLike[str], **options: Any) -> TensorBoardLogger:
+    """Create a :class:`~rl_plugin_tensorboard._logger.TensorBoardLogger` writing to ``<log_dir>/tensorboard/``.
+
+    :param exp_name: the run's name.
+    :param log_dir: the run directory.
+    :param options: ``flush_secs`` and ``max_queue`` (see the logger).
+    """
+    from ._logger import TensorBoardLogger
+
+    return TensorBoardLogger(exp_name, log_dir, **options)
+
+
+@hookimpl
+def rl_register_loggers() -> dict[str, Any]:
+    return {"tensorboard": make_logger}

@@ -1,0 +1,79 @@
+"""rl-core plugin: the ``video_recorder``, ``tensordict_recorder`` and ``evaluation`` hooks.
+
+Turn them on in the config's ``hooks`` section::
+
+    hooks:
+      evaluation: {record_interval: 10000, episodes: 5, video: true, fps: 30}
+      video_recorder: {interval: 50000, skip: 2}
+      tensordict_recorder: {max_batches: 4, keys: [observation, action, next.reward]}
+
+This module stays light: torch, tensordict and imageio are imported only when a hook is
+created or one of the names below (:class:`VideoRecorder`, :func:`load_rollouts`, ...) is used.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from rlcore import hookimpl
+
+from ._options import EvaluationOptions, TensorDictRecorderOptions, VideoRecorderOptions
+
+if TYPE_CHECKING:
+    from ._evaluation import Evaluation, EvaluationHook, deterministic, run_episodes
+    from ._recorder import VideoRecorder, read_video
+    from ._rollouts import TensorDictRecorderHook, load_rollouts, save_rollout
+    from ._video_hook import RenderCapture, VideoRecorderHook
+
+_LAZY = {
+    "Evaluation": "._evaluation",
+    "EvaluationHook": "._evaluation",
+    "deterministic": "._evaluation",
+    "run_episodes": "._evaluation",
+    "VideoRecorder": "._recorder",
+    "read_video": "._recorder",
+    "TensorDictRecorderHook": "._rollouts",
+    "load_rollouts": "._rollouts",
+    "save_rollout": "._rollouts",
+    "RenderCapture": "._video_hook",
+    "VideoRecorderHook": "._video_hook",
+}
+
+__all__ = sorted([*_LAZY, "EvaluationOptions", "TensorDictRecorderOptions", "VideoRecorderOptions", "evaluation", "tensordict_recorder", "video_recorder"])
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _factory(name: str, options: type, module: str, hook_class: str) -> Callable[..., Any]:
+    """A factory for ``rl_register_hooks`` that imports the hook class only when called.
+
+    It carries the signature and docstring of ``options``, so the kernel checks option names
+    (and ``rlctl``/``help()`` show them) without importing torch.
+    """
+
+    def factory(**kwargs: Any) -> Any:
+        return getattr(import_module(module, __name__), hook_class)(**kwargs)
+
+    factory.__name__ = factory.__qualname__ = name
+    factory.__doc__ = options.__doc__
+    factory.__signature__ = inspect.signature(options).replace(return_annotation=hook_class)  # type: ignore[attr-defined]
+    return factory
+
+
+video_recorder = _factory("video_recorder", VideoRecorderOptions, "._video_hook", "VideoRecorderHook")
+tensordict_recorder = _factory("tensordict_recorder", TensorDictRecorderOptions, "._rollouts", "TensorDictRecorderHook")
+evaluation = _factory("evaluation", EvaluationOptions, "._evaluation", "EvaluationHook")
+
+
+@hookimpl
+def rl_register_hooks() -> dict[str, Any]:
+    return {"video_recorder": video_recorder, "tensordict_recorder": tensordict_recorder, "evaluation": evaluation}

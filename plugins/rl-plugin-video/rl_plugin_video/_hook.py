@@ -1,0 +1,52 @@
+"""What the three hooks share: registration with a trainer and where their files go."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rlcore import ConfigError, TrainerHookBase
+
+if TYPE_CHECKING:
+    from rlcore import Trainer
+
+
+class PluginHook(TrainerHookBase):
+    """A TorchRL-style hook that takes part in the loop through its ``@rlcore.hookimpl`` methods.
+
+    :meth:`register` saves its state in every checkpoint (``trainer.register_module``) and
+    registers it as a plugin of that trainer only, so it can also implement lifecycle hooks
+    such as ``rl_setup`` and ``rl_shutdown``.
+    """
+
+    def register(self, trainer: Trainer, name: str) -> None:
+        """Attach to ``trainer`` under ``name``.
+
+        :param trainer: an :class:`rlcore.Trainer`.
+        :param name: the hook's name in the config (``evaluation``, ...).
+        """
+        trainer.register_module(name, self)
+        if not trainer.plugin_manager.is_registered(self):
+            trainer.register_plugin(self, f"rl_plugin_video.{name}")
+
+
+def output_directory(trainer: Trainer, directory: str | None, default: str, key: str) -> Path:
+    """Where a hook writes: ``directory`` if given (relative to the run directory when there is one),
+    else ``RUN_DIR/<default>``.
+
+    :param trainer: the trainer.
+    :param directory: the hook's ``directory`` option.
+    :param default: the folder inside the run directory.
+    :param key: the option's config key, for the error.
+    :raises rlcore.ConfigError: without a run directory nor a ``directory``.
+    """
+    run_dir = getattr(trainer, "run_dir", None)
+    if directory is not None:
+        path = Path(directory)
+        return run_dir / path if run_dir is not None and not path.is_absolute() else path
+    if run_dir is None:
+        raise ConfigError(f"{key}: the trainer has no run directory; set this option to a folder")
+    return Path(run_dir) / default
+
+
+__all__ = ["PluginHook", "output_directory"]

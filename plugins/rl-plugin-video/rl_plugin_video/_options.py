@@ -1,0 +1,124 @@
+"""The options of the three hooks, as light dataclasses (no torch, no imageio).
+
+They are the single source of every option's name, type and default: the factories that
+``rl_register_hooks`` returns carry their signatures, and the hook classes inherit them.
+Annotations stay real types (no postponed evaluation) so the kernel can read them.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rlcore import ConfigError
+
+SOURCES = ("auto", "pixels", "render")
+
+
+def _at_least(hook: str, name: str, value: int | None, minimum: int) -> None:
+    """Raise a one-line :class:`rlcore.ConfigError` naming ``hooks.<hook>.<name>`` when ``value < minimum``."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
+        raise ConfigError(f"hooks.{hook}.{name}: must be an integer of at least {minimum}, got {value!r}")
+
+
+@dataclass(eq=False)
+class VideoRecorderOptions:
+    """Options of the ``video_recorder`` hook: videos of the training envs in ``RUN_DIR/videos/``.
+
+    :param source: where frames come from: ``pixels`` (the batch's ``key``), ``render`` (the training
+        env's ``render()``, which needs ``render_mode="rgb_array"`` in ``env.kwargs``), or ``auto``
+        (``render`` when the training env renders ``rgb_array``, ``pixels`` otherwise).
+    :param key: the batch key holding frames for ``pixels``, dotted for nested keys (``next.pixels``).
+    :param fps: frames per second of the mp4 files.
+    :param skip: keep one frame in ``skip``.
+    :param max_frames: the most frames one video holds; a full video is written and the next one starts later.
+    :param interval: collected frames between the starts of two videos (``0``: one after another).
+    :param dump_on_episode_end: end a video once every recorded env has ended an episode.
+    :param max_envs: the most envs tiled into the video's grid (the first ones).
+    :param name: file prefix (``train_000012000.mp4``) and log name (``train/video``).
+    :param directory: where the mp4 files go; default ``RUN_DIR/videos``.
+    """
+
+    source: str = "auto"
+    key: str = "pixels"
+    fps: int = 30
+    skip: int = 1
+    max_frames: int = 1000
+    interval: int = 10_000
+    dump_on_episode_end: bool = True
+    max_envs: int = 16
+    name: str = "train"
+    directory: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ConfigError(f"hooks.video_recorder.source: unknown value {self.source!r} (valid choices: {', '.join(SOURCES)})")
+        for option, minimum in (("fps", 1), ("skip", 1), ("max_frames", 1), ("interval", 0), ("max_envs", 1)):
+            _at_least("video_recorder", option, getattr(self, option), minimum)
+
+
+@dataclass(eq=False)
+class TensorDictRecorderOptions:
+    """Options of the ``tensordict_recorder`` hook: collected batches saved in ``RUN_DIR/rollouts/``.
+
+    With the defaults every batch is saved: set ``interval`` or ``max_batches`` to bound the disk used.
+
+    :param interval: collected frames between two saved batches (``0``: every batch).
+    :param max_batches: stop after saving this many batches (``None``: no limit).
+    :param keys: save only these keys, dotted for nested ones (``next.reward``); ``None`` saves all.
+    :param directory: where the rollouts go; default ``RUN_DIR/rollouts``.
+    """
+
+    interval: int = 0
+    max_batches: int | None = None
+    keys: list[str] | None = None
+    directory: str | None = None
+
+    def __post_init__(self) -> None:
+        _at_least("tensordict_recorder", "interval", self.interval, 0)
+        _at_least("tensordict_recorder", "max_batches", self.max_batches, 1)
+        if self.keys is not None and (isinstance(self.keys, str) or not all(isinstance(k, (str, tuple)) for k in self.keys)):
+            raise ConfigError(f"hooks.tensordict_recorder.keys: must be a list of keys, got {self.keys!r}")
+
+
+@dataclass(eq=False)
+class EvaluationOptions:
+    """Options of the ``evaluation`` hook: the deterministic policy on a separate env.
+
+    Logs ``eval/episode_return`` (mean) and ``eval/episode_length`` (mean) every ``record_interval``
+    collected frames and once more when training ends.
+
+    :param record_interval: collected frames between two evaluations (``0``: only at the end).
+    :param episodes: full episodes per evaluation; ``None`` rolls out ``record_frames`` frames instead.
+    :param record_frames: the most frames one evaluation steps; when reached first, the episodes
+        finished so far count (or the running one, with its partial return, if none finished).
+    :param video: record the first evaluated episode to ``RUN_DIR/videos/eval_<frames>.mp4``.
+    :param fps: frames per second of the video.
+    :param skip: keep one frame in ``skip`` in the video.
+    :param max_frames: the most frames one video holds.
+    :param final: evaluate once more when training ends (unless it failed).
+    :param seed: reset seed of each evaluation's first episode; default the trainer's seed.
+    :param env: evaluate on this env instead of ``trainer.make_env``: a Gymnasium id, or a callable
+        ``env(num_envs=1, **env_kwargs)`` returning a vector env.
+    :param directory: where the videos go; default ``RUN_DIR/videos``.
+    """
+
+    record_interval: int = 10_000
+    episodes: int | None = 5
+    record_frames: int | None = None
+    video: bool = False
+    fps: int = 30
+    skip: int = 1
+    max_frames: int = 1000
+    final: bool = True
+    seed: int | None = None
+    env: str | Callable[..., Any] | None = None
+    directory: str | None = None
+
+    def __post_init__(self) -> None:
+        for option, minimum in (("record_interval", 0), ("episodes", 1), ("record_frames", 1), ("fps", 1), ("skip", 1), ("max_frames", 1)):
+            _at_least("evaluation", option, getattr(self, option), minimum)
+        if self.episodes is None and self.record_frames is None:
+            raise ConfigError("hooks.evaluation.episodes: set episodes or record_frames (both are null)")
+
+
+__all__ = ["EvaluationOptions", "TensorDictRecorderOptions", "VideoRecorderOptions"]

@@ -1,0 +1,182 @@
+"""The ``video_recorder`` hook: videos of the training envs, from the batch's pixels or the env's ``render()``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from gymnasium.vector import VectorWrapper
+
+from rlcore import ConfigError, hookimpl
+
+from ._frames import as_array
+from ._hook import PluginHook, output_directory
+from ._options import VideoRecorderOptions
+from ._recorder import VideoRecorder
+
+if TYPE_CHECKING:
+    from rlcore import Trainer
+
+StepCallback = Callable[[Callable[[], Any], np.ndarray], None]
+
+
+class RenderCapture(VectorWrapper):
+    """Calls ``on_step(render, done)`` after every step of a vector env.
+
+    ``render`` returns the sub-envs' frames; it is a callable so that frames are drawn only
+    when a video wants them. ``done`` is ``terminated | truncated`` per env.
+
+    :param env: the vector env (made with ``render_mode="rgb_array"``).
+    :param on_step: the callback.
+    """
+
+    def __init__(self, env: Any, on_step: StepCallback) -> None:
+        super().__init__(env)
+        self.on_step = on_step
+
+    def step(self, actions: Any) -> tuple[Any, ...]:
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        self.on_step(self.env.render, np.logical_or(terminated, truncated))
+        return obs, reward, terminated, truncated, info
+
+
+def insert_capture(holder: Any, on_step: StepCallback) -> Callable[[], None]:
+    """Put a :class:`RenderCapture` right above the base vector env of ``holder.env``.
+
+    Inserting it innermost leaves the positions of the stateful wrappers (normalisation
+    statistics) unchanged, so their checkpoint entries keep their keys.
+
+    :param holder: an object with an ``env`` attribute (the collector).
+    :param on_step: the callback.
+    :return: a function that takes the capture out again.
+    """
+    parent, env = holder, holder.env
+    while isinstance(env, VectorWrapper):
+        parent, env = env, env.env
+    capture = RenderCapture(env, on_step)
+    parent.env = capture
+
+    def remove() -> None:
+        if parent.env is capture:
+            parent.env = env
+
+    return remove
+
+
+class VideoRecorderHook(VideoRecorderOptions, PluginHook):
+    """Records videos of the training envs into ``RUN_DIR/videos/<name>_<frames>.mp4``.
+
+    A video starts at the beginning of training and then every ``interval`` collected frames; it
+    ends when ``max_frames`` frames are written or, with ``dump_on_episode_end``, once every
+    recorded env has ended an episode. Several envs are tiled into a grid. Frames are streamed to
+    the mp4 writer, so memory does not grow with the video. The options are those of
+    :class:`~rl_plugin_video._options.VideoRecorderOptions`.
+    """
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._trainer: Trainer | None = None
+        self._directory: Path | None = None
+        self._recorder: VideoRecorder | None = None
+        self._ended: np.ndarray | None = None
+        self._next_start = 0
+        self._render = False
+        self._remove_capture: Callable[[], None] | None = None
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        return {"next_start": self._next_start}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self._next_start = int(state_dict["next_start"])
+
+    # ------------------------------------------------------------------ hooks
+    @hookimpl
+    def rl_setup(self, trainer: Trainer) -> None:
+        self._trainer = trainer
+        self._directory = output_directory(trainer, self.directory, "videos", "hooks.video_recorder.directory")
+        env = getattr(trainer.collector, "env", None)
+        renders = getattr(env, "render_mode", None) == "rgb_array"
+        if self.source == "render" and not renders:
+            raise ConfigError(
+                "hooks.video_recorder.source: 'render' needs a training env made with render_mode='rgb_array' "
+                "(set env.kwargs.render_mode)"
+            )
+        self._render = self.source == "render" or (self.source == "auto" and renders)
+        if self._render:
+            self._remove_capture = insert_capture(trainer.collector, self._on_step)
+        self._maybe_start()
+
+    @hookimpl
+    def rl_post_steps_log(self, trainer: Trainer, batch: Any) -> None:
+        if not self._render:
+            self._record_batch(batch)
+        self._maybe_start()
+
+    @hookimpl
+    def rl_shutdown(self, trainer: Trainer) -> None:
+        if self._remove_capture is not None:
+            self._remove_capture()
+            self._remove_capture = None
+        self._dump()
+
+    # ------------------------------------------------------------------ recording
+    def _record_batch(self, batch: Any) -> None:
+        """Feed the frames of ``batch[key]`` (``[envs, time, ...]``) step by step."""
+        if self._recorder is None:
+            return
+        key = tuple(self.key.split(".")) if "." in self.key else self.key
+        pixels = batch.get(key, None)
+        if pixels is None:
+            raise ConfigError(
+                f"hooks.video_recorder.key: the batch has no key {self.key!r}; set key to the batch's frames, "
+                "or record the env's render() (source: render, env.kwargs.render_mode: rgb_array)"
+            )
+        done = batch.get(("next", "done"), None)
+        if batch.batch_dims == 1:
+            pixels, done = pixels[None], None if done is None else done[None]
+        envs = min(int(batch.batch_size[0]), self.max_envs)
+        pixels = as_array(pixels[:envs])
+        steps = pixels.shape[1]
+        ended = np.zeros((envs, steps), dtype=bool) if done is None else as_array(done[:envs]).reshape(envs, steps, -1).any(-1)
+        for t in range(steps):
+            if self._recorder is None:
+                break
+            self._on_step(pixels[:, t], ended[:, t])
+
+    def _on_step(self, frames: Any, done: np.ndarray) -> None:
+        """One env step: offer its frames, and end the video when it is full or its episodes ended."""
+        recorder = self._recorder
+        if recorder is None:
+            return
+        if callable(frames):
+            render = frames
+            recorder.add(lambda: list(render())[: self.max_envs])
+        else:
+            recorder.add(frames)
+        done = np.asarray(done, dtype=bool).reshape(-1)[: self.max_envs]
+        self._ended = done.copy() if self._ended is None else self._ended | done
+        if recorder.full or (self.dump_on_episode_end and self._ended.all()):
+            self._dump()
+
+    def _maybe_start(self) -> None:
+        if self._recorder is not None or self._trainer is None or self._directory is None:
+            return
+        frames = self._trainer.collected_frames
+        if frames < self._next_start:
+            return
+        self._recorder = VideoRecorder(
+            self._directory, self.name, fps=self.fps, skip=self.skip, max_frames=self.max_frames, loggers=self._trainer.loggers
+        )
+        self._ended = None
+        self._next_start = frames + self.interval
+
+    def _dump(self) -> None:
+        if self._recorder is not None and self._trainer is not None:
+            self._recorder.dump(self._trainer.collected_frames)
+        self._recorder = None
+
+
+__all__ = ["RenderCapture", "VideoRecorderHook", "insert_capture"]

@@ -1,0 +1,101 @@
+"""The ``video_recorder`` hook in real training runs, from the env's render() and from a pixels key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from video_helpers import VideoListLogger, build_trainer, decode
+
+import rlcore
+from rl_plugin_video import RenderCapture
+
+
+class AddPixels:
+    """Writes ``pixels`` ``[envs, time, 16, 16, 3]`` into each batch (value: 8 x the step index in the run) and keeps the done flags."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.done: list[np.ndarray] = []
+
+    @rlcore.hookimpl
+    def rl_batch_process(self, batch: Any) -> None:
+        envs, steps = batch.batch_size
+        index = (torch.arange(self.steps, self.steps + steps) * 8 % 256).to(torch.uint8)
+        batch["pixels"] = index.view(1, steps, 1, 1, 1).expand(envs, steps, 16, 16, 3).clone()
+        self.done.append(batch["next", "done"][..., 0].numpy().copy())
+        self.steps += steps
+
+
+def test_render_source_tiles_the_training_envs(run_dir: Path) -> None:
+    logger = VideoListLogger(log_dir=run_dir)
+    options = {"skip": 2, "max_frames": 6, "interval": 0, "dump_on_episode_end": False}
+    trainer, _ = build_trainer(
+        run_dir,
+        {"video_recorder": options},
+        num_envs=4,
+        frames_per_batch=64,
+        total_frames=128,
+        env_kwargs={"render_mode": "rgb_array"},
+        loggers=(logger,),
+    )
+    trainer.train()
+    videos = sorted((run_dir / "videos").glob("*.mp4"))
+    # each batch is 16 steps: 11 of them fill a video of 6 frames (one in 2 kept), the next video starts with the next batch
+    assert [v.name for v in videos] == ["train_000000000.mp4", "train_000000064.mp4"]
+    for video in videos:
+        assert decode(video).shape == (6, 800, 1200, 3)  # 2 x 2 grid of 400 x 600 frames
+    assert [(name, shape[0], step) for name, shape, step, _ in logger.videos] == [("train/video", 6, 0), ("train/video", 6, 64)]
+    env = trainer.collector.env
+    while env is not None:  # the capture is taken out at shutdown
+        assert not isinstance(env, RenderCapture)
+        env = getattr(env, "env", None)
+
+
+@pytest.mark.parametrize("skip", [1, 3])
+def test_pixels_source_reads_the_batch(run_dir: Path, skip: int) -> None:
+    pixels = AddPixels()
+    options = {"skip": skip, "interval": 0, "dump_on_episode_end": False}
+    trainer, _ = build_trainer(run_dir, {"video_recorder": options}, num_envs=2, frames_per_batch=16, total_frames=32, plugins=(pixels,))
+    trainer.train()
+    (video,) = (run_dir / "videos").glob("*.mp4")
+    frames = decode(video)
+    assert frames.shape == (len(range(0, 16, skip)), 16, 32, 3)  # 16 steps, 2 envs side by side
+    assert [round(float(f.mean()) / 8) for f in frames] == list(range(0, 16, skip))
+
+
+def test_pixels_video_ends_when_every_env_ended_an_episode(run_dir: Path) -> None:
+    pixels = AddPixels()
+    trainer, _ = build_trainer(
+        run_dir, {"video_recorder": {"interval": 100_000}}, num_envs=2, frames_per_batch=64, total_frames=64, plugins=(pixels,)
+    )
+    trainer.train()
+    done = pixels.done[0]  # [envs, time]
+    assert done.any(axis=1).all()  # with this seed both envs end an episode within the batch's 32 steps
+    first_end = max(int(np.argmax(row)) for row in done)
+    (video,) = (run_dir / "videos").glob("*.mp4")
+    assert decode(video).shape[0] == first_end + 1
+
+
+def test_render_source_needs_a_rendering_env(run_dir: Path) -> None:
+    trainer, _ = build_trainer(run_dir, {"video_recorder": {"source": "render"}}, total_frames=32)
+    with pytest.raises(rlcore.ConfigError, match="render_mode"):
+        trainer.train()
+
+
+def test_missing_pixels_key_is_a_config_error(run_dir: Path) -> None:
+    trainer, _ = build_trainer(run_dir, {"video_recorder": {"key": "next.pixels"}}, total_frames=32)
+    with pytest.raises(rlcore.ConfigError, match="next.pixels"):
+        trainer.train()
+
+
+def test_state_is_checkpointed(run_dir: Path) -> None:
+    trainer, hooks = build_trainer(run_dir, {"video_recorder": {"interval": 50}}, total_frames=64, plugins=(AddPixels(),))
+    trainer.train()
+    state = trainer.state_dict()["modules"]["video_recorder"]
+    assert state == {"next_start": 64 + 50}  # the second video started after the second batch
+    hooks["video_recorder"].load_state_dict({"next_start": 500})
+    assert hooks["video_recorder"].state_dict() == {"next_start": 500}

@@ -1,0 +1,54 @@
+"""Entry-point discovery, the registered factories, and the light top module."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import subprocess
+import sys
+
+import rlcore
+from rlcore import TrainerHookBase
+
+HOOKS = ["evaluation", "tensordict_recorder", "video_recorder"]
+
+
+def test_entry_point_is_discovered() -> None:
+    infos = {info.name: info for info in rlcore.get_plugin_manager(only=["rl-plugin-video"]).describe()}
+    video = infos["video"]
+    assert video.status == "ok"
+    assert video.distribution == "rl-plugin-video"
+    assert video.provides == {"hooks": HOOKS}
+    assert video.hooks == ["rl_register_hooks"]
+
+
+def test_factories_show_their_options_and_build_hooks() -> None:
+    pm = rlcore.get_plugin_manager(only=["rl-plugin-video"])
+    expected = {
+        "video_recorder": {"source", "key", "fps", "skip", "max_frames", "interval", "dump_on_episode_end", "max_envs", "name", "directory"},
+        "tensordict_recorder": {"interval", "max_batches", "keys", "directory"},
+        "evaluation": {"record_interval", "episodes", "record_frames", "video", "fps", "skip", "max_frames", "final", "seed", "env", "directory"},
+    }
+    for name in HOOKS:
+        factory = pm.factory("hooks", name)
+        parameters = inspect.signature(factory).parameters
+        assert set(parameters) == expected[name]
+        assert all(p.default is not inspect.Parameter.empty and p.annotation is not inspect.Parameter.empty for p in parameters.values())
+        hook = factory()
+        assert isinstance(hook, TrainerHookBase)
+        assert hook.state_dict()
+
+
+def test_listing_plugins_imports_no_heavy_library() -> None:
+    code = (
+        "import json, sys, rlcore\n"
+        "infos = rlcore.get_plugin_manager().describe()\n"
+        "video = next(i for i in infos if i.name == 'video')\n"
+        "heavy = sorted(m for m in ('torch', 'tensordict', 'imageio', 'gymnasium', 'numpy') if m in sys.modules)\n"
+        "print(json.dumps({'status': video.status, 'provides': video.provides, 'heavy': heavy}))\n"
+    )
+    env = {**os.environ, "RLCORE_PLUGINS": "rl-plugin-video"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result == {"status": "ok", "provides": {"hooks": HOOKS}, "heavy": []}

@@ -1,0 +1,138 @@
+"""The Weights & Biases logger: one W&B run per rl-core run, its files under ``<log_dir>/wandb/``.
+
+Steps are collected frames, which W&B's own ``step`` cannot carry: it must only increase, and a
+value logged at a lower step is dropped. So W&B keeps its auto-incremented ``_step`` (one per
+call here, every call committed) and every row carries ``frames``, declared the x-axis of all
+metrics with ``define_metric("*", step_metric="frames")``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import os
+import sys
+import tempfile
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import wandb
+
+from rlcore import Logger
+
+#: The x-axis of every metric.
+STEP_METRIC = "frames"
+
+
+class WandbLogger(Logger):
+    """Logs to one W&B run (``wandb.init(reinit="create_new")``, so other runs of the process are left alone).
+
+    ``WANDB_MODE``, ``WANDB_PROJECT``, ``WANDB_ENTITY`` and W&B's other variables apply unless an
+    option says otherwise (``WANDB_MODE=offline`` needs no account).
+
+    :param exp_name: the run's name.
+    :param log_dir: the run directory; W&B writes under ``<log_dir>/wandb/``.
+    :param project: the W&B project; default ``WANDB_PROJECT``, else ``"rlcore"``.
+    :param entity: the W&B user or team.
+    :param tags: run tags.
+    :param group: the run group, e.g. to gather the seeds of one experiment.
+    :param mode: ``"online"``, ``"offline"`` or ``"disabled"``; default ``WANDB_MODE``, else online.
+    :param notes: a description of the run.
+    """
+
+    def __init__(
+        self,
+        exp_name: str,
+        log_dir: str | os.PathLike[str],
+        project: str | None = None,
+        entity: str | None = None,
+        tags: Iterable[str] | str | None = None,
+        group: str | None = None,
+        mode: str | None = None,
+        notes: str | None = None,
+    ) -> None:
+        super().__init__(exp_name, log_dir)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.run = wandb.init(
+            project=project or os.environ.get("WANDB_PROJECT") or "rlcore",
+            entity=entity,
+            name=exp_name,
+            group=group,
+            tags=[tags] if isinstance(tags, str) else list(tags or ()),
+            notes=notes,
+            mode=mode,  # None: WANDB_MODE
+            dir=str(self.log_dir),
+            reinit="create_new",
+        )
+        self.run.define_metric(STEP_METRIC)
+        self.run.define_metric("*", step_metric=STEP_METRIC)
+        #: mp4 needs imageio and imageio-ffmpeg (the ``video`` extra)
+        self.supports_video = all(importlib.util.find_spec(m) for m in ("imageio", "imageio_ffmpeg"))
+        self._warned_video = False
+        self._closed = False
+
+    def _log(self, values: Mapping[str, Any], step: int) -> None:
+        self.run.log({STEP_METRIC: int(step), **values})  # committed now, as one row
+
+    def log_scalar(self, name: str, value: float, step: int) -> None:
+        self._log({name: float(value)}, step)
+
+    def log_scalars(self, values: Mapping[str, float], step: int) -> None:
+        """Log ``values`` as one W&B row with ``frames = step``."""
+        if values:
+            self._log({k: float(v) for k, v in values.items()}, step)
+
+    def log_hparams(self, params: Mapping[str, Any]) -> None:
+        """Add ``params`` to the run's config."""
+        self.run.config.update(dict(params), allow_val_change=True)
+
+    def log_histogram(self, name: str, values: Any, step: int) -> None:
+        array = np.asarray(values.detach().cpu() if hasattr(values, "detach") else values, dtype=np.float64)
+        self._log({name: wandb.Histogram(array.ravel())}, step)
+
+    def log_video(self, name: str, video: Any, step: int, fps: int = 30) -> None:
+        """Log ``video`` as a ``wandb.Video`` mp4 (encoded with imageio: W&B's own encoder needs moviepy)."""
+        if not self.supports_video:
+            if not self._warned_video:
+                warnings.warn(
+                    "rl-plugin-wandb: videos are not logged; install imageio and imageio-ffmpeg "
+                    "(pip install 'rl-plugin-wandb[video]')",
+                    stacklevel=2,
+                )
+                self._warned_video = True
+            return
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "video.mp4"
+            write_mp4(path, video, fps)
+            data = io.BytesIO(path.read_bytes())  # W&B moves its own copy into the run's media folder
+        self._log({name: wandb.Video(data, format="mp4")}, step)
+
+    def close(self) -> None:
+        """Finish the run, with exit code 1 when called while an exception propagates (the trainer closes its
+        loggers in a ``finally`` block), so W&B marks it failed."""
+        if not self._closed:
+            self._closed = True
+            self.run.finish(exit_code=0 if sys.exc_info()[1] is None else 1)
+
+
+def write_mp4(path: Path, video: Any, fps: int) -> None:
+    """Write ``uint8`` frames ``[time, height, width, channels]`` as an H.264 mp4 (padded to even sizes).
+
+    :param path: the file to write.
+    :param video: an array or tensor; one channel is gray, an alpha channel is dropped.
+    :param fps: frames per second.
+    """
+    import imageio.v2 as imageio
+
+    frames = np.asarray(video.detach().cpu() if hasattr(video, "detach") else video)
+    if frames.ndim != 4 or frames.shape[-1] not in (1, 3, 4) or frames.shape[0] == 0:
+        raise ValueError(f"a video is [time, height, width, 1|3|4 channels], got shape {frames.shape}")
+    if np.issubdtype(frames.dtype, np.floating):
+        frames = frames * 255.0
+    frames = np.clip(frames, 0, 255).astype(np.uint8)
+    frames = np.repeat(frames, 3, axis=-1) if frames.shape[-1] == 1 else frames[..., :3]
+    frames = np.pad(frames, ((0, 0), (0, frames.shape[1] % 2), (0, frames.shape[2] % 2), (0, 0)), mode="edge")
+    imageio.mimwrite(path, list(frames), fps=fps, macro_block_size=1)

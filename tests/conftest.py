@@ -1,0 +1,72 @@
+"""Shared fixtures: the test plugins of tests/plugins/, pip-installed as real distributions into a temporary site."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+from pathlib import Path
+
+import pytest
+
+import rlcore
+from rlcore._plugins import refresh_entry_points
+
+TEST_PLUGINS = Path(__file__).parent / "plugins"
+
+
+@pytest.fixture(scope="session")
+def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory holding the test plugins, installed by pip (``--target``) with their entry points."""
+    site = tmp_path_factory.mktemp("site")
+    build = tmp_path_factory.mktemp("build")
+    for project in sorted(TEST_PLUGINS.iterdir()):
+        # each project is built from a copy so that no build/ or egg-info lands in the source tree
+        copy = build / project.name
+        subprocess.run(["cp", "-r", str(project), str(copy)], check=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(site), str(copy)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    return site
+
+
+@pytest.fixture
+def with_plugins(plugin_site: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Make the test plugins discoverable in this process (and in subprocesses through PYTHONPATH)."""
+    monkeypatch.syspath_prepend(str(plugin_site))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(plugin_site), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.delenv("RLCORE_PLUGINS", raising=False)
+    refresh_entry_points()
+    yield plugin_site
+    refresh_entry_points()
+
+
+@pytest.fixture
+def toy_pm(with_plugins: Path) -> rlcore.PluginManager:
+    """A plugin manager with the hook recorder (and its toy algorithm), without the broken test plugins."""
+    import rl_plugin_hookrecorder
+
+    rl_plugin_hookrecorder.CALLS.clear()
+    return rlcore.get_plugin_manager(block=["broken", "badhook", "badsig"])
+
+
+def run_rlctl(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``rlctl`` in a subprocess, as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "rlcore", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "RLCORE_TRACEBACK": "1", **(env or {})},
+        cwd=cwd,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def rlctl(with_plugins: Path) -> Any:
+    """``rlctl(*args, env=None, cwd=None)``: run rlctl in a subprocess that sees the test plugins."""
+    return run_rlctl

@@ -1,0 +1,3 @@
+"""Raises on import."""
+
+raise RuntimeError("this plugin is broken on purpose")

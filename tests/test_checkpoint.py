@@ -1,0 +1,71 @@
+"""The builtin torch checkpoint backend: atomic writes, the last K kept, corrupted and unsafe files refused."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+import torch
+
+import rlcore
+from rlcore.builtins.torch_checkpoint import TorchCheckpointBackend
+
+
+def state(value: float) -> dict:
+    return {"weights": torch.full((3,), value), "counters": {"collected_frames": int(value)}, "rng": (1, 2, 3)}
+
+
+def test_keeps_the_last_k(tmp_path):
+    backend = TorchCheckpointBackend(tmp_path, keep_last=2)
+    for frames in (10, 20, 30):
+        backend.save(state(frames), frames)
+    assert [p.name for p in backend.checkpoints()] == ["ckpt-000000000020.pt", "ckpt-000000000030.pt"]
+    path, loaded = backend.load()
+    assert path.name == "ckpt-000000000030.pt" and torch.equal(loaded["weights"], torch.full((3,), 30.0))
+
+
+def test_failed_write_leaves_no_checkpoint_under_a_real_name(tmp_path):
+    backend = TorchCheckpointBackend(tmp_path)
+    backend.save(state(1), 1)
+    with pytest.raises(Exception):
+        backend.save({"bad": lambda: None}, 2)  # a lambda cannot be saved
+    assert [p.name for p in tmp_path.iterdir()] == ["ckpt-000000000001.pt"]
+    assert backend.load()[0].name == "ckpt-000000000001.pt"
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+def test_corrupted_newest_falls_back_with_a_warning(tmp_path, damage):
+    backend = TorchCheckpointBackend(tmp_path)
+    backend.save(state(1), 1)
+    newest = backend.save(state(2), 2)
+    data = newest.read_bytes()
+    newest.write_bytes(data[: len(data) // 2] if damage == "truncate" else b"\x00garbage" * 100)
+    with pytest.warns(UserWarning, match=f"skipping unreadable checkpoint {newest}"):
+        path, loaded = backend.load()
+    assert path.name == "ckpt-000000000001.pt" and loaded["counters"]["collected_frames"] == 1
+    with pytest.raises(rlcore.CheckpointError, match="truncated or corrupted"):
+        backend.load(newest)
+
+
+class Exploit:
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def __reduce__(self):
+        return (open, (self.target, "w"))
+
+
+def test_malicious_pickle_is_refused_and_never_runs(tmp_path):
+    backend = TorchCheckpointBackend(tmp_path)
+    backend.save(state(1), 1)
+    target = tmp_path / "pwned.txt"
+    evil = tmp_path / "ckpt-000000000002.pt"
+    torch.save({"payload": Exploit(str(target))}, evil)
+    assert not target.exists()  # saving did not run it either
+    with pytest.raises(rlcore.CheckpointError, match="refused by the safe loader"):
+        backend.load(evil)
+    with pytest.warns(UserWarning, match="skipping unreadable checkpoint"):
+        path, _ = backend.load()
+    assert path.name == "ckpt-000000000001.pt"
+    assert not target.exists()
+    _ = pickle  # the payload is a plain pickle __reduce__

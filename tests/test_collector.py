@@ -1,0 +1,119 @@
+"""The collector's batches: keys, shapes, termination kept apart from truncation, true final observations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from tensordict import TensorDict
+from tensordict.nn import TensorDictModule
+
+import rlcore
+from rlcore._envs import env_states, load_env_states, make_vector_env
+
+
+def constant_policy(action: int = 0) -> TensorDictModule:
+    return TensorDictModule(lambda obs: torch.full(obs.shape[:1], action, dtype=torch.int64), ["observation"], ["action"])
+
+
+def test_batch_keys_and_shapes():
+    env = make_vector_env("CartPole-v1", 3)
+    batch = rlcore.Collector(env, constant_policy(), frames_per_batch=30).collect()
+    assert batch.batch_size == torch.Size([3, 10])
+    assert batch["observation"].shape == (3, 10, 4) and batch["observation"].dtype == torch.float32
+    assert batch["action"].shape == (3, 10)
+    for key in ("reward", "done", "terminated", "truncated"):
+        assert batch["next", key].shape == (3, 10, 1)
+    assert torch.equal(batch["next", "done"], batch["next", "terminated"] | batch["next", "truncated"])
+    # within an episode, the next observation is the following step's observation
+    not_done = ~batch["next", "done"][:, :-1, 0]
+    assert torch.equal(batch["next", "observation"][:, :-1][not_done], batch["observation"][:, 1:][not_done])
+
+
+def test_truncation_keeps_the_true_final_observation():
+    env = make_vector_env("CartPole-v1", 2, kwargs={"max_episode_steps": 4})
+    collector = rlcore.Collector(env, constant_policy(0), frames_per_batch=2 * 12)
+    collector.set_seed(3)
+    batch = collector.collect()
+    truncated = batch["next", "truncated"][0, :, 0]
+    assert truncated.tolist() == [False, False, False, True] * 3
+    assert not batch["next", "terminated"].any()
+    t = 3  # last step of the first episode: next obs is the final one, not the reset one
+    final = batch["next", "observation"][0, t]
+    reset = batch["observation"][0, t + 1]
+    assert not torch.allclose(final, reset)
+    # the final observation continues the dynamics: cart velocity keeps decreasing under action 0
+    assert final[1] < batch["next", "observation"][0, t - 1][1]
+    returns, lengths = collector.finished_episodes
+    assert lengths.tolist() == [4] * 6 and returns.tolist() == [4.0] * 6
+
+
+def test_termination_and_episode_statistics():
+    env = make_vector_env("CartPole-v1", 4)
+    collector = rlcore.Collector(env, constant_policy(1), frames_per_batch=4 * 50)
+    collector.set_seed(0)
+    batch = collector.collect()
+    assert batch["next", "terminated"].any() and not batch["next", "truncated"].any()
+    returns, lengths = collector.finished_episodes
+    assert len(returns) == int(batch["next", "done"].sum())
+    assert np.array_equal(returns, lengths.astype(float))  # CartPole pays 1 per step
+
+
+def test_seeding_reproduces_batches():
+    def run():
+        collector = rlcore.Collector(make_vector_env("CartPole-v1", 2), constant_policy(1), 40)
+        collector.set_seed(7)
+        return collector.collect()
+
+    assert torch.equal(run()["observation"], run()["observation"])
+
+
+def test_next_step_autoreset_env_is_refused():
+    import gymnasium as gym
+
+    env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+    with pytest.raises(ValueError, match="SAME_STEP"):
+        rlcore.Collector(env, constant_policy(), 8)
+
+
+def test_async_vectorization():
+    env = make_vector_env("CartPole-v1", 2, vectorization="async")
+    try:
+        batch = rlcore.Collector(env, constant_policy(), 16).collect()
+        assert batch.batch_size == torch.Size([2, 8])
+    finally:
+        env.close()
+
+
+def test_unknown_env_id_names_it():
+    with pytest.raises(rlcore.ConfigError, match="env.id: unknown env 'CartPol-v1'"):
+        make_vector_env("CartPol-v1", 1)
+
+
+def test_normalisation_wrappers_use_raw_returns_and_checkpoint_their_statistics():
+    env = make_vector_env("CartPole-v1", 2, kwargs={"max_episode_steps": 5}, wrappers={"normalize_observation": {}, "normalize_reward": {}})
+    collector = rlcore.Collector(env, constant_policy(0), frames_per_batch=40)
+    collector.set_seed(0)
+    batch = collector.collect()
+    returns, _ = collector.finished_episodes
+    assert returns.tolist() == [5.0] * len(returns)  # raw rewards, not the scaled ones
+    assert not torch.allclose(batch["next", "reward"], torch.ones_like(batch["next", "reward"]))
+    assert batch["observation"].abs().max() <= 10.0
+    # final observations are normalised like the others
+    done = batch["next", "done"][..., 0]
+    assert batch["next", "observation"][done].abs().max() < 10.0
+    states = env_states(env)
+    assert set(states) == {"0:NormalizeReward", "1:NormalizeObservation"}
+    other = make_vector_env("CartPole-v1", 1, wrappers={"normalize_observation": {}, "normalize_reward": {}})
+    load_env_states(other, states)
+    assert torch.equal(env_states(other)["1:NormalizeObservation"]["mean"], states["1:NormalizeObservation"]["mean"])
+
+
+def test_evaluate_is_deterministic():
+    from rlcore._collector import evaluate
+
+    policy = TensorDictModule(lambda obs: (obs[:, 2] > 0).long(), ["observation"], ["action"])
+    first = evaluate(policy, make_vector_env("CartPole-v1", 1), episodes=2, seed=5)
+    second = evaluate(policy, make_vector_env("CartPole-v1", 1), episodes=2, seed=5)
+    assert first == second and len(first["returns"]) == 2
+    _ = TensorDict  # the batch type, for readers

@@ -1,0 +1,145 @@
+"""Config validation, overrides, the resolved config, and rlctl's one-line errors and exit codes."""
+
+from __future__ import annotations
+
+import csv
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+import rlcore
+
+
+def test_defaults_merge_algorithm_defaults_and_overrides(toy_pm):
+    config = rlcore.load_config(plugin_manager=toy_pm, overrides=["algo.name=toy", "trainer.total_frames=128", "optim.lr=0.01"])
+    assert config["algo"] == {"name": "toy", "lr_scale": 1.0}
+    assert config["env"]["num_envs"] == 2  # from the algorithm's defaults
+    assert config["trainer"]["total_frames"] == 128 and config["optim"]["lr"] == 0.01
+    assert list(config) == ["env", "collector", "algo", "optim", "trainer", "loggers", "hooks", "checkpoint"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["trainer.totl_frames=3"], r"unknown key trainer.totl_frames \(valid choices: clip_grad_norm, clip_norm, device, .*\)"),
+        (["trainer.total_frames=many"], r"trainer.total_frames: expected an integer, got 'many'"),
+        (["trainer.progress_bar=3"], r"trainer.progress_bar: expected true or false, got 3"),
+        (["algo.lr_scal=2"], r"unknown key algo.lr_scal \(valid choices: lr_scale, name\)"),
+        (["loggers.nope={}"], r"loggers: unknown logger 'nope' \(valid choices: console, csv.*\)"),
+        (["loggers.csv.colour=red"], r"unknown key loggers.csv.colour \(valid choices: filename\)"),
+        (["hooks.nope={}"], r"hooks: unknown hook 'nope'"),
+        (["checkpoint.backend=floppy"], r"checkpoint.backend: unknown checkpoint backend 'floppy' \(valid choices: .*torch.*\)"),
+        (["env.wrappers.flip={}"], r"env.wrappers: unknown env wrapper 'flip' \(valid choices: normalize_observation, normalize_reward\)"),
+        (["optim.name=adagrad"], r"optim.name: unknown value 'adagrad' \(valid choices: adam, adamw, sgd, rmsprop\)"),
+        (["wat.x=1"], r"unknown section 'wat' \(valid choices: env, collector, algo, optim, trainer, loggers, hooks, checkpoint\)"),
+        (["novalue"], r"--set 'novalue': expected KEY=VALUE"),
+    ],
+)
+def test_bad_config_names_the_key_and_the_choices(toy_pm, overrides, message):
+    with pytest.raises(rlcore.ConfigError, match=message):
+        rlcore.load_config(plugin_manager=toy_pm, overrides=["algo.name=toy", *overrides])
+
+
+def test_ckpt_backend_env_var_chooses_unless_the_config_does(toy_pm, monkeypatch):
+    monkeypatch.setenv("CKPT_BACKEND", "floppy")
+    with pytest.raises(rlcore.ConfigError, match="checkpoint.backend: unknown checkpoint backend 'floppy'"):
+        rlcore.load_config(plugin_manager=toy_pm, algo={"name": "toy"})
+    config = rlcore.load_config(plugin_manager=toy_pm, algo={"name": "toy"}, checkpoint={"backend": "torch"})
+    assert config["checkpoint"]["backend"] == "torch"
+
+
+def test_cli_bad_input_is_one_line_exit_2(with_plugins, tmp_path, rlctl):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("trainer: {total_frames: [1\n")
+    cases = [
+        (["train", "--algo", "toy", "--set", "trainer.totl_frames=3"], "rlctl: error: unknown key trainer.totl_frames (valid choices:"),
+        (["train", str(tmp_path / "missing.yaml")], "missing.yaml: cannot read config file"),
+        (["train", str(bad)], "bad.yaml: not valid YAML at line"),
+        (["train", "--algo", "toy", "--logger", "nope"], "loggers: unknown logger 'nope'"),
+        (["train", "--algo", "dqn"], "install rl-plugin-dqn for it"),
+        (["config", "show", "nope"], "algo.name: unknown algorithm 'nope'"),
+        (["train", "--frames", "x"], "Invalid value for '--frames'"),
+    ]
+    for argv, message in cases:
+        result = rlctl(*argv, cwd=tmp_path)
+        assert result.returncode == 2, (argv, result.stderr)
+        assert message in result.stderr, (argv, result.stderr)
+        assert "Traceback" not in result.stderr
+
+
+def test_cli_train_writes_the_run_directory_and_its_config_reproduces_it(with_plugins, tmp_path, rlctl):
+    env = {"HOOKRECORDER_LOG": str(tmp_path / "calls.txt")}
+    first = rlctl("train", "--algo", "toy", "--seed", "3", "--frames", "192", "--out", str(tmp_path / "a"), env=env)
+    assert first.returncode == 0, first.stderr
+    run = tmp_path / "a"
+    resolved = yaml.safe_load((run / "config.yaml").read_text())
+    assert resolved["trainer"]["seed"] == 3 and resolved["trainer"]["total_frames"] == 192
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["ckpt-000000000192.pt"]
+    with open(run / "metrics.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == ["frames", "name", "value", "wall_time"]
+    assert (tmp_path / "calls.txt").read_text().splitlines()[0] == "setup"
+
+    second = rlctl("train", str(run / "config.yaml"), "--out", str(tmp_path / "b"))
+    assert second.returncode == 0, second.stderr
+
+    def losses(path):
+        with open(path / "metrics.csv", newline="") as handle:
+            return [(r["frames"], r["value"]) for r in csv.DictReader(handle) if r["name"].startswith(("loss/", "train/"))]
+
+    assert losses(run) == losses(tmp_path / "b")
+
+
+def test_cli_config_show_and_eval(with_plugins, tmp_path, rlctl):
+    shown = rlctl("config", "show", "toy")
+    assert shown.returncode == 0
+    config = yaml.safe_load(shown.stdout)
+    assert config["algo"] == {"name": "toy", "lr_scale": 1.0}
+    (tmp_path / "toy.yaml").write_text(shown.stdout)
+    assert rlctl("train", str(tmp_path / "toy.yaml"), "--out", str(tmp_path / "run")).returncode == 0
+    result = rlctl("eval", str(tmp_path / "run"), "--episodes", "3")
+    assert result.returncode == 0, result.stderr
+    import json
+
+    report = json.loads(result.stdout)
+    assert report["frames"] == 256 and len(report["returns"]) == 3 and report["checkpoint"].endswith("ckpt-000000000256.pt")
+
+
+def test_cli_warns_about_unrelated_broken_plugins_and_refuses_needed_ones(with_plugins, tmp_path, rlctl):
+    result = rlctl("train", "--algo", "toy", "--frames", "64", "--out", str(tmp_path / "r"))
+    assert result.returncode == 0
+    assert result.stderr.count("plugin 'broken' (rl-plugin-broken) is not loaded") == 1
+    result = rlctl("--no-plugin", "hookrecorder", "train", "--algo", "toy")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("rlctl: error: algo.name: unknown algorithm 'toy'")
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_signal_finishes_the_batch_checkpoints_and_exits(with_plugins, tmp_path, signum, code, rlctl):
+    run = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlcore", "train", "--algo", "toy", "--frames", "100000000", "--out", str(run), "--set", "trainer.save_trainer_interval=100000000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 60
+    while time.time() < deadline and not (run / "metrics.csv").exists():
+        time.sleep(0.2)
+    time.sleep(1.0)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, err
+    checkpoints = list((run / "checkpoints").iterdir())
+    assert len(checkpoints) == 1
+    frames = int(checkpoints[0].name[5:17])
+    with open(run / "metrics.csv", newline="") as handle:
+        logged = max(int(r["frames"]) for r in csv.DictReader(handle))
+    assert frames == logged > 0
+    resumed = rlctl("train", "--resume", str(run), "--set", "trainer.total_frames=%d" % (frames + 128))
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resumed from {checkpoints[0]} at {frames} frames" in resumed.stderr

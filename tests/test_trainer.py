@@ -1,0 +1,280 @@
+"""The loop: hook order, chaining of data hooks, pluggy ordering and wrappers, TorchRL-style registration."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import rlcore
+from rlcore import TrainerHookBase, hookimpl
+
+BATCH = ["batch_process", "pre_steps_log", "pre_optim_steps"]
+STEP = ["process_optim_batch", "post_loss", "optimizer", "post_optim", "post_optim_log"]
+END = ["post_steps", "post_steps_log"]
+
+
+def make_trainer(pm: rlcore.PluginManager, run_dir: Path, **trainer: Any) -> rlcore.Trainer:
+    config = {"algo": {"name": "toy"}, "trainer": {"seed": 1, **trainer}, "loggers": {"csv": {}}}
+    return rlcore.build_trainer(config, run_dir=run_dir, plugin_manager=pm)
+
+
+def metrics(run_dir: Path) -> list[dict[str, str]]:
+    with open(run_dir / "metrics.csv", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_every_hook_point_is_called_in_the_documented_order(toy_pm, tmp_path):
+    import rl_plugin_hookrecorder
+
+    trainer = make_trainer(toy_pm, tmp_path)
+    trainer.train()
+    batch = BATCH + STEP * 2 + END
+    assert rl_plugin_hookrecorder.CALLS == ["setup", *batch * 4, "shutdown"]
+    assert trainer.collected_frames == 256 and trainer.batches == 4 and trainer.optim_steps == 8
+    rows = metrics(tmp_path)
+    assert [r["frames"] for r in rows if r["name"] == "recorder/batch_frames"] == ["64", "128", "192", "256"]
+    assert {"loss/objective", "train/entropy", "optim/lr", "perf/fps", "train/episode_return"} <= {r["name"] for r in rows}
+
+
+def test_exception_hook_then_shutdown_and_checkpoint_survives(toy_pm, tmp_path):
+    import rl_plugin_hookrecorder
+
+    class Boom:
+        @hookimpl
+        def rl_post_steps(self, trainer):
+            if trainer.collected_frames >= 192:
+                raise RuntimeError("boom")
+
+    trainer = make_trainer(toy_pm, tmp_path, save_trainer_interval=64)
+    trainer.register_plugin(Boom())
+    with pytest.raises(RuntimeError, match="boom"):
+        trainer.train()
+    assert rl_plugin_hookrecorder.CALLS[-2:] == ["exception:RuntimeError", "shutdown"]
+    assert [p.name for p in trainer.checkpoint.checkpoints()] == ["ckpt-000000000064.pt", "ckpt-000000000128.pt"]
+    assert max(int(r["frames"]) for r in metrics(tmp_path)) == 192  # everything logged before the failure is there
+
+
+class Tag:
+    """A data-hook plugin that appends its tag to a list carried by the batch."""
+
+    def __init__(self, tag: str, seen: list[str], new_batch: bool, **opts: Any) -> None:
+        self.tag, self.seen, self.new_batch = tag, seen, new_batch
+
+        @hookimpl(**opts)
+        def rl_batch_process(batch):
+            self.seen.append(f"{self.tag}<-{batch.get_non_tensor('tag', 'collected')}")
+            if self.new_batch:
+                out = batch.clone(False)
+                out.set_non_tensor("tag", self.tag)
+                return out
+            batch.set_non_tensor("tag", self.tag)  # changed in place, returns None
+            return None
+
+        self.rl_batch_process = rl_batch_process
+
+
+def test_data_hooks_chain_in_pluggy_order(toy_pm, tmp_path):
+    seen: list[str] = []
+    trainer = make_trainer(toy_pm, tmp_path, total_frames=64)
+    trainer.register_plugin(Tag("last", seen, True, trylast=True), "last")
+    trainer.register_plugin(Tag("plain", seen, False), "plain")
+    trainer.register_plugin(Tag("first", seen, True, tryfirst=True), "first")
+    trainer.register_plugin(Tag("plain2", seen, True), "plain2")
+    trainer.train()
+    # tryfirst, then LIFO among plain ones, trylast at the end: each sees the previous output
+    assert seen == ["first<-collected", "plain2<-first", "plain<-plain2", "last<-plain"]
+
+
+def test_wrappers_of_a_data_hook_see_input_and_final_output(toy_pm, tmp_path):
+    events: list[str] = []
+
+    class NewStyle:
+        @hookimpl(wrapper=True)
+        def rl_process_optim_batch(self, batch):
+            events.append(f"new-in:{batch.shape[-1]}")
+            result = yield
+            events.append(f"new-out:{result.shape[0]}")
+            return result[:5]
+
+    class OldStyle:
+        @hookimpl(hookwrapper=True)
+        def rl_process_optim_batch(self, batch):
+            outcome = yield
+            events.append(f"old-out:{outcome.get_result().shape[0]}")
+
+    class Flatten:
+        @hookimpl
+        def rl_process_optim_batch(self, batch):
+            return batch.reshape(-1)
+
+    seen_shapes: list[int] = []
+    trainer = make_trainer(toy_pm, tmp_path, total_frames=64, optim_steps_per_batch=1)
+    trainer.register_plugin(Flatten(), "flatten")
+    trainer.register_plugin(OldStyle(), "old")
+    trainer.register_plugin(NewStyle(), "new")
+    trainer.register_op("post_loss", lambda sub: seen_shapes.append(sub.shape[0]))
+    trainer.train()
+    assert events == ["new-in:32", "old-out:64", "new-out:64"]
+    assert seen_shapes == [5]
+
+
+def test_optimizer_hook_can_be_replaced(toy_pm, tmp_path):
+    class NoStep:
+        @hookimpl
+        def rl_optimizer(self, trainer, losses):
+            return {"skipped": 1.0}
+
+    trainer = make_trainer(toy_pm, tmp_path, total_frames=128)
+    trainer.register_plugin(NoStep())
+    before = [p.detach().clone() for p in trainer.loss_module.parameters()]
+    trainer.train()
+    assert all(torch.equal(a, b) for a, b in zip(before, trainer.loss_module.parameters()))
+    assert "optim/skipped" in {r["name"] for r in metrics(tmp_path)}
+
+
+def test_register_op_runs_in_registration_order_with_torchrl_signatures(toy_pm, tmp_path):
+    calls: list[str] = []
+    trainer = make_trainer(toy_pm, tmp_path, total_frames=64)
+
+    def double_reward(batch):
+        calls.append("double")
+        batch["next", "reward"] = batch["next", "reward"] * 2
+        return batch
+
+    def check_reward(batch, expected):
+        calls.append("check")
+        assert float(batch["next", "reward"].max()) == expected
+
+    trainer.register_op("batch_process", double_reward)
+    trainer.register_op("batch_process", check_reward, expected=2.0)
+    trainer.register_op("pre_optim_steps", lambda: calls.append("pre_optim"))
+    trainer.register_op("post_steps_log", lambda batch: {"custom/value": 3.0, "log_pbar": True})
+    with pytest.raises(ValueError, match="unknown hook point 'nope'"):
+        trainer.register_op("nope", print)
+    trainer.train()
+    assert calls == ["double", "check", "pre_optim"]
+    assert [r["value"] for r in metrics(tmp_path) if r["name"] == "custom/value"] == ["3.0"]
+    assert trainer._pbar_values["custom/value"] == 3.0
+
+
+class CountingHook(TrainerHookBase):
+    """A TorchRL-style hook: counts optimizer steps, state in checkpoints."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def step(self) -> None:
+        self.count += 1
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"count": self.count}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.count = state_dict["count"]
+
+    def register(self, trainer, name: str) -> None:
+        trainer.register_op("post_optim", self.step)
+        trainer.register_module(name, self)
+
+
+def test_trainer_hook_base_state_round_trips_through_a_checkpoint(toy_pm, tmp_path):
+    trainer = make_trainer(toy_pm, tmp_path)
+    hook = CountingHook()
+    hook.register(trainer, "counter")
+    trainer.train()
+    assert hook.count == 8
+    fresh = make_trainer(toy_pm, tmp_path)
+    restored = CountingHook()
+    restored.register(fresh, "counter")
+    path = fresh.load_from_file()
+    assert path.name == "ckpt-000000000256.pt"
+    assert restored.count == 8 and fresh.collected_frames == 256 and fresh.optim_steps == 8
+    for a, b in zip(trainer.loss_module.parameters(), fresh.loss_module.parameters()):
+        assert torch.equal(a, b)
+
+
+def test_log_interval_throttles_per_metric(toy_pm, tmp_path):
+    trainer = make_trainer(toy_pm, tmp_path, log_interval=128)
+    trainer.train()
+    frames = [r["frames"] for r in metrics(tmp_path) if r["name"] == "loss/objective"]
+    assert frames == ["64", "192"]
+
+
+def test_stop_and_stop_optim_steps(toy_pm, tmp_path):
+    class Control:
+        @hookimpl
+        def rl_post_optim(self, trainer):
+            trainer.stop_optim_steps()
+
+        @hookimpl
+        def rl_post_steps(self, trainer):
+            if trainer.batches == 1:
+                trainer.stop()
+
+    trainer = make_trainer(toy_pm, tmp_path, total_frames=10_000)
+    trainer.register_plugin(Control())
+    trainer.train()
+    assert trainer.batches == 2 and trainer.optim_steps == 2 and trainer.collected_frames == 128
+
+
+class FailingLogger(rlcore.Logger):
+    def log_scalar(self, name, value, step):
+        raise OSError("disk full")
+
+
+def test_failing_logger_is_reported_once_and_dropped(toy_pm, tmp_path, capsys):
+    trainer = make_trainer(toy_pm, tmp_path)
+    trainer.loggers.append(FailingLogger("x", tmp_path))
+    trainer.train()
+    err = capsys.readouterr().err
+    assert err.count("FailingLogger failed and is dropped: disk full") == 1
+    assert [r["frames"] for r in metrics(tmp_path) if r["name"] == "loss/objective"] == ["64", "128", "192", "256"]
+
+
+def test_same_seed_same_run(toy_pm, tmp_path):
+    runs = []
+    for name in ("a", "b"):
+        trainer = make_trainer(toy_pm, tmp_path / name)
+        trainer.train()
+        runs.append([p.detach().clone() for p in trainer.loss_module.parameters()])
+    assert all(torch.equal(a, b) for a, b in zip(*runs))
+
+
+def test_trainer_without_build_trainer(tmp_path):
+    """`pip install rl-core` alone: the user's own loss module on the embedded defaults."""
+    import gymnasium as gym
+    from tensordict import TensorDict
+    from tensordict.nn import TensorDictModule
+
+    env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync", vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP})
+    net = torch.nn.Linear(4, 2)
+    policy = TensorDictModule(lambda obs: net(obs).argmax(-1), in_keys=["observation"], out_keys=["action"])
+
+    class Loss(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net, self.policy = net, policy
+
+        def forward(self, batch):
+            return TensorDict({"loss_value": self.net(batch["observation"]).pow(2).mean()}, [])
+
+    loss = Loss()
+    pm = rlcore.PluginManager(discover=False)
+    trainer = rlcore.Trainer(
+        collector=rlcore.Collector(env, policy, 32),
+        loss_module=loss,
+        optimizer=torch.optim.SGD(loss.parameters(), lr=0.1),
+        total_frames=96,
+        clip_norm=1.0,
+        log_interval=1,
+        loggers=[rlcore.get_logger("csv", exp_name="mine", log_dir=tmp_path)],
+        plugin_manager=pm,
+        progress_bar=False,
+    )
+    trainer.train()
+    assert [r["frames"] for r in metrics(tmp_path) if r["name"] == "loss/value"] == ["32", "64", "96"]
+    assert "optim/grad_norm" in {r["name"] for r in metrics(tmp_path)}
