@@ -87,7 +87,7 @@ def run_rlcore(seed: int, frames: int) -> dict[str, Any]:
         "algo.activation=tanh",
         "algo.normalize_advantage=true",
         f"optim.lr={h['lr']}",
-        "optim.eps=1e-5",
+        "optim.eps=0.00001",
         "optim.lr_schedule=constant",
         f"trainer.clip_norm={h['max_grad_norm']}",
         f"trainer.total_frames={frames}",

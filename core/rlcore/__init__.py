@@ -25,6 +25,9 @@ _LAZY = {
     "Trainer": "._trainer",
     "TrainerHookBase": "._trainer",
     "build_trainer": "._run",
+    "evaluate": "._collector",
+    "make_vector_env": "._envs",
+    "write_mp4": "._video",
     "generate_exp_name": "._logger",
     "get_logger": "._logger",
     "get_plugin_manager": "._plugins",
@@ -35,13 +38,15 @@ __all__ = sorted(["ConfigError", "PluginError", "RLCoreError", "hookimpl", "hook
 
 if TYPE_CHECKING:
     from ._checkpoint import CheckpointBackend, CheckpointError
-    from ._collector import Collector
+    from ._collector import Collector, evaluate
     from ._config import load_config
+    from ._envs import make_vector_env
     from ._logger import Logger, generate_exp_name, get_logger
     from ._plugins import PluginInfo, PluginManager, get_plugin_manager
     from ._registry import Algorithm
     from ._run import build_trainer
     from ._trainer import Trainer, TrainerHookBase
+    from ._video import write_mp4
 
 
 def __getattr__(name: str) -> Any:

@@ -60,7 +60,7 @@ def make_cli(pm: PluginManager) -> click.Group:
 
     @cli.group()
     def plugins() -> None:
-        """Inspect installed plugins."""
+        """Inspect installed plugins, or scaffold a new one."""
 
     @plugins.command("list")
     @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
@@ -75,6 +75,15 @@ def make_cli(pm: PluginManager) -> click.Group:
             click.echo("no plugins installed (rlctl plugins list --all shows the builtins)")
         for info in infos:
             click.echo(_describe(info))
+
+    @plugins.command("new")
+    @click.argument("name")
+    @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True, help="Where to create rl-plugin-NAME/.")
+    def plugins_new(name: str, directory: Path) -> None:
+        """Scaffold rl-plugin-NAME/: a plugin package that installs and passes its own tests as generated."""
+        from ._scaffold import next_steps, scaffold
+
+        click.echo(next_steps(scaffold(name, directory)))
 
     @cli.group()
     def config() -> None:
@@ -154,9 +163,9 @@ def make_cli(pm: PluginManager) -> click.Group:
 def _describe(info: PluginInfo) -> str:
     lines = [f"{info.name}  ({info.distribution} {info.version})  {info.status}"]
     if info.hooks:
-        lines.append(f"    hooks: {', '.join(info.hooks)}")
+        lines.append(f"    implements: {', '.join(info.hooks)}")
     for kind, names in sorted(info.provides.items()):
-        lines.append(f"    {kind}: {', '.join(names)}")
+        lines.append(f"    provides {kind}: {', '.join(names)}")
     return "\n".join(lines)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -122,15 +123,36 @@ class Collector:
         return TensorDict(batch, batch_size=[n, self.steps_per_batch], device=device)
 
     def state_dict(self) -> dict[str, Any]:
-        """The running episodes' returns and lengths (the envs themselves are not saved)."""
+        """Where collection stands: current observations, running episodes, and the envs' own state.
+
+        Envs that cannot be saved (see :func:`rlcore._envs.vector_env_state`) are recorded as
+        ``None``: a resumed run then starts fresh episodes.
+        """
+        from ._envs import vector_env_state
+
         return {
+            "observation": self._obs,
             "episode_return": torch.from_numpy(self._episode_return.copy()),
             "episode_length": torch.from_numpy(self._episode_length.copy()),
+            "envs": vector_env_state(self.env) if self._obs is not None else None,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`; episodes restart, so running returns restart from zero."""
-        self._obs = None
+        """Restore :meth:`state_dict`; without saved envs, episodes restart (with a warning)."""
+        from ._envs import load_vector_env_state
+
+        self._seed = None
+        if state.get("envs") is None or state.get("observation") is None:
+            warnings.warn(
+                f"the envs of this run cannot be saved ({type(self.env).__name__}); the resumed run starts fresh episodes",
+                stacklevel=2,
+            )
+            self._obs = None
+            return
+        load_vector_env_state(self.env, state["envs"])
+        self._obs = state["observation"].to(self.device)
+        self._episode_return = state["episode_return"].numpy().copy()
+        self._episode_length = state["episode_length"].numpy().copy()
 
     def shutdown(self) -> None:
         """Close the envs."""

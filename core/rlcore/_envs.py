@@ -76,3 +76,92 @@ def load_env_states(env: Any, states: Mapping[str, Any]) -> None:
             env.load_state_dict(states[key])
         env = getattr(env, "env", None)
         depth += 1
+
+
+#: Modules whose envs and wrappers keep their whole state in plain attributes.
+SAVEABLE_MODULES = ("gymnasium.envs.classic_control.", "gymnasium.wrappers.common")
+#: Attributes that describe an env rather than hold its state.
+_DESCRIPTIVE = {"env", "spec", "metadata", "action_space", "observation_space", "_saved_kwargs", "_previous_data", "screen", "clock"}
+
+
+def _chain(env: Any) -> list[Any]:
+    layers = [env]
+    while hasattr(layers[-1], "env") and layers[-1] is not layers[-1].unwrapped:
+        layers.append(layers[-1].env)
+    return layers
+
+
+def sub_env_state(env: Any) -> list[dict[str, Any]] | None:
+    """The state of one (non-vector) env, layer by layer, or ``None`` when it cannot be captured.
+
+    A layer with ``state_dict``/``load_state_dict`` saves itself; Gymnasium's classic-control envs
+    and common wrappers keep their state in plain attributes (numbers, arrays, a numpy generator),
+    which are saved. Any other layer makes the env unsaveable.
+    """
+    import numpy as np
+    import torch
+
+    layers: list[dict[str, Any]] = []
+    for layer in _chain(env):
+        if hasattr(layer, "state_dict") and hasattr(layer, "load_state_dict"):
+            layers.append({"state_dict": layer.state_dict()})
+            continue
+        if not type(layer).__module__.startswith(SAVEABLE_MODULES):
+            return None
+        attrs: dict[str, Any] = {}
+        for key, value in vars(layer).items():
+            if key in _DESCRIPTIVE:
+                continue
+            if isinstance(value, np.random.Generator):
+                attrs[key] = {"numpy_generator": value.bit_generator.state}
+            elif isinstance(value, np.ndarray):
+                attrs[key] = {"ndarray": torch.from_numpy(value.copy())}
+            elif isinstance(value, np.generic):
+                attrs[key] = value.item()
+            elif value is None or isinstance(value, (bool, int, float, str)):
+                attrs[key] = value
+            elif not key.startswith("_") and hasattr(value, "contains"):  # a space
+                continue
+            else:
+                return None
+        layers.append({"attrs": attrs})
+    return layers
+
+
+def load_sub_env_state(env: Any, layers: list[dict[str, Any]]) -> None:
+    """Restore :func:`sub_env_state` into an env built the same way."""
+    import numpy as np
+
+    for layer, state in zip(_chain(env), layers, strict=True):
+        if "state_dict" in state:
+            layer.load_state_dict(state["state_dict"])
+            continue
+        for key, value in state["attrs"].items():
+            if isinstance(value, dict) and "numpy_generator" in value:
+                generator_state = value["numpy_generator"]
+                generator = np.random.Generator(getattr(np.random, generator_state["bit_generator"])())
+                generator.bit_generator.state = generator_state
+                value = generator
+            elif isinstance(value, dict) and "ndarray" in value:
+                value = value["ndarray"].numpy().copy()
+            setattr(layer, key, value)
+
+
+def vector_env_state(env: Any) -> list[list[dict[str, Any]]] | None:
+    """The state of every sub-env of a (wrapped) ``SyncVectorEnv``, or ``None`` when one cannot be captured."""
+    inner = env
+    while not hasattr(inner, "envs") and hasattr(inner, "env"):
+        inner = inner.env
+    if not hasattr(inner, "envs"):
+        return None
+    states = [sub_env_state(sub) for sub in inner.envs]
+    return None if any(s is None for s in states) else states  # type: ignore[return-value]
+
+
+def load_vector_env_state(env: Any, states: list[list[dict[str, Any]]]) -> None:
+    """Restore :func:`vector_env_state`."""
+    inner = env
+    while not hasattr(inner, "envs"):
+        inner = inner.env
+    for sub, state in zip(inner.envs, states, strict=True):
+        load_sub_env_state(sub, state)

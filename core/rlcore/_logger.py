@@ -69,6 +69,15 @@ class Logger:
         :param step: collected frames.
         """
 
+    def resume(self, step: int) -> None:
+        """The run continues from a checkpoint taken at ``step``: forget what was logged after it.
+
+        Values logged after the checkpoint are logged again by the resumed run; a backend that can
+        drop them (the CSV logger rewrites its file) keeps one value per step and metric.
+
+        :param step: the checkpoint's collected frames.
+        """
+
     def flush(self) -> None:
         """Make everything logged so far durable."""
 

@@ -127,13 +127,16 @@ class PluginManager(pluggy.PluginManager):
 
     def load_entrypoints(self) -> None:
         """Import and register every wanted ``rlcore.plugins`` entry point, recording each status."""
-        seen: set[str] = set()
         for ep in sorted(_entry_points(), key=lambda e: (e.dist.name != CORE_DISTRIBUTION, e.name)):
             dist = ep.dist.name if ep.dist else "?"
-            if ep.name in seen:
-                continue
-            seen.add(ep.name)
             info = PluginInfo(ep.name, dist, ep.dist.version if ep.dist else "?", ep.value)
+            if ep.name in self.infos:
+                if self.infos[ep.name].distribution == dist:
+                    continue  # the same distribution seen twice on sys.path
+                info.name = f"{ep.name} ({dist})"
+                info.status = f"error: plugin name {ep.name!r} is already taken by {self.infos[ep.name].distribution}"
+                self.infos[info.name] = info
+                continue
             self.infos[ep.name] = info
             if not self._wanted(ep.name, dist):
                 info.status = "blocked"

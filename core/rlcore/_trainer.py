@@ -316,11 +316,12 @@ class Trainer:
             self.collector.set_seed(seed)
 
     # ------------------------------------------------------------------ logging
-    def log(self, values: Mapping[str, Any], log_pbar: bool = False) -> None:
+    def log(self, values: Mapping[str, Any], log_pbar: bool = False, *, force: bool = False) -> None:
         """Log scalar ``values`` at the current frame count, throttled by ``log_interval``.
 
         :param values: ``{name: number or one-element tensor}``.
         :param log_pbar: also show them on the progress bar.
+        :param force: log even within ``log_interval`` of the last value (e.g. a final evaluation).
         """
         step = self.collected_frames
         due: dict[str, float] = {}
@@ -331,7 +332,7 @@ class Trainer:
             if log_pbar:
                 self._pbar_values[key] = number
             last = self._last_log.get(key)
-            if last is None or step - last >= self.log_interval:
+            if force or last is None or step - last >= self.log_interval:
                 self._last_log[key] = step
                 due[key] = number
         if due:
@@ -434,13 +435,17 @@ class Trainer:
         return self.checkpoint.save(self.state_dict(), self.collected_frames)
 
     def load_from_file(self, file: str | Path | None = None) -> Path:
-        """Resume from ``file``, or from the newest readable checkpoint of the backend when ``None``."""
+        """Resume from ``file``, or from the newest readable checkpoint of the backend when ``None``.
+
+        Loggers are told (:meth:`rlcore.Logger.resume`) so that nothing logged after the checkpoint is doubled.
+        """
         backend = self.checkpoint
         if backend is None:
             factory = self.plugin_manager.factory("checkpoint_backends", "torch")
             backend = factory(directory=Path(file).parent if file else Path("."), keep_last=1)
         path, state = backend.load(file)
         self.load_state_dict(state)
+        self._each_logger("resume", self.collected_frames)
         return path
 
     # ------------------------------------------------------------------ the loop

@@ -43,6 +43,21 @@ class CSVLogger(Logger):
         self._writer.writerows((step, name, repr(float(value)), now) for name, value in values.items())
         self._file.flush()
 
+    def resume(self, step: int) -> None:
+        """Drop the rows logged after ``step`` (they are logged again), atomically."""
+        self._file.close()
+        with open(self.path, newline="", encoding="utf-8") as handle:
+            rows = list(csv.reader(handle))
+        kept = [rows[0]] + [row for row in rows[1:] if row and int(row[0]) <= step]
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "w", newline="", encoding="utf-8") as handle:
+            csv.writer(handle).writerows(kept)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.path)
+        self._file = open(self.path, "a", newline="", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._writer = csv.writer(self._file)
+
     def flush(self) -> None:
         if not self._file.closed:
             self._file.flush()

@@ -2,11 +2,11 @@
 
 Per batch (the trainer calls these hooks on the loss module, see :mod:`rlcore.hookspecs`):
 
-1. ``rl_batch_process``: values of ``observation`` and ``("next", "observation")``, GAE
+1. ``rl_batch_process``: values of ``observation`` (``state_value``) and ``("next", "observation")``, GAE
    advantages and value targets, with no gradient; the batch is flattened to ``[envs * time]``;
    the coefficient schedules are applied.
 2. ``rl_process_optim_batch``: step ``j`` of the batch takes minibatch ``j % minibatches`` of a
-   fresh permutation drawn at the start of each epoch.
+   fresh permutation of the batch drawn at the start of each epoch.
 3. ``forward``: the losses of one minibatch (below).
 4. ``rl_post_loss``: adaptive-KL stops the batch's remaining steps when the KL runs far past its target.
 5. ``rl_post_steps``: adaptive-KL doubles or halves its penalty coefficient.
@@ -114,7 +114,8 @@ class PolicyGradientLoss(nn.Module):
         # adaptive state lives in buffers so that checkpoints carry it
         self.register_buffer("kl_coef", torch.tensor(float(kl_penalty)))
         self._batch: TensorDictBase | None = None
-        self._minibatch_indices: tuple[torch.Tensor, ...] = ()
+        self._shuffled: TensorDictBase | None = None
+        self._bounds: list[int] = []
 
     # ------------------------------------------------------------------ the losses
     def forward(self, batch: TensorDictBase) -> TensorDict:
@@ -168,12 +169,9 @@ class PolicyGradientLoss(nn.Module):
     def rl_batch_process(self, trainer: Any, batch: TensorDictBase) -> TensorDictBase:
         """Apply the schedules, compute advantages and value targets, flatten the batch to ``[envs * time]``."""
         self.apply_schedule((trainer.collected_frames - trainer.batch_frames) / max(trainer.total_frames, 1))
-        with torch.no_grad():
-            value = batch.get("state_value", None)
-            if value is None:
-                value = self.policy.value(batch["observation"])
-                batch.set("state_value", value)
-            next_value = self.policy.value(batch["next", "observation"])
+        with torch.no_grad():  # one critic call values every observation and next observation
+            both = torch.cat([batch["observation"], batch["next", "observation"]], dim=1)
+            value, next_value = self.policy.value(both).chunk(2, dim=1)
             advantage = gae(
                 batch["next", "reward"],
                 value,
@@ -183,6 +181,7 @@ class PolicyGradientLoss(nn.Module):
                 self.gamma,
                 self.gae_lambda,
             )
+        batch.set("state_value", value)
         batch.set("advantage", advantage)
         batch.set("value_target", advantage + value)
         self._batch = batch = batch.reshape(-1)
@@ -194,10 +193,11 @@ class PolicyGradientLoss(nn.Module):
         if self.minibatches == 1:
             return batch
         step = trainer.optim_step_in_batch % self.minibatches
-        if step == 0:
-            permutation = torch.randperm(batch.shape[0], device=batch.device)
-            self._minibatch_indices = permutation.tensor_split(self.minibatches)
-        return batch[self._minibatch_indices[step]]
+        if step == 0:  # a new epoch: shuffle the rows the loss reads once, then take slices (views)
+            keys = ["observation", self.policy.action_key, "sample_log_prob", "state_value", "advantage", "value_target"]
+            self._shuffled = batch.select(*keys)[torch.randperm(batch.shape[0], device=batch.device)]
+            self._bounds = torch.linspace(0, batch.shape[0], self.minibatches + 1).round().long().tolist()
+        return self._shuffled[self._bounds[step] : self._bounds[step + 1]]
 
     def apply_schedule(self, progress: float) -> None:
         """Set each scheduled coefficient to its value at ``progress`` (0 at the start, 1 at ``total_frames``)."""

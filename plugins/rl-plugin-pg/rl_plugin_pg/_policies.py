@@ -1,14 +1,15 @@
 """Actor-critic MLP policies built from Gymnasium spaces, as ``tensordict.nn`` modules.
 
 One module holds the actor and the critic. Called on a TensorDict it acts, as the collector
-needs: it reads ``observation`` and writes ``action``, ``sample_log_prob`` and ``state_value``
-(and ``raw_action`` for ``Box`` actions). It samples in ``InteractionType.RANDOM`` and acts with
-the distribution's mode otherwise (``DETERMINISTIC``, ``MODE``, ... or no interaction type set).
+needs: it reads ``observation`` and writes ``action`` and ``sample_log_prob`` (and ``raw_action``
+for ``Box`` actions). It samples in ``InteractionType.RANDOM`` and acts with the distribution's
+mode otherwise (``DETERMINISTIC``, ``MODE``, ... or no interaction type set).
 
-The distributions are written with plain torch operations rather than
-``torch.distributions`` objects: a collection step is a few small matrix products, and
-building distribution objects (with their argument validation) would cost more than the
-network itself.
+Collection steps are small, so they do only what must be done step by step: the critic is
+not run there (the loss module values the whole batch in one call, see
+:meth:`ActorCritic.value`), and the distributions are written with plain torch operations
+rather than ``torch.distributions`` objects, whose construction and argument validation would
+cost more than the network itself.
 
 - ``Discrete(n)``: a categorical over ``n`` logits.
 - ``Box``: a diagonal Gaussian with a state-independent log standard deviation. The sample
@@ -113,7 +114,7 @@ class ActorCritic(TensorDictModuleBase):
         obs_dim = int(np.prod(obs_shape))
         self.action_dim = action_dim
         self.squash = action_bounds == "tanh"
-        self.out_keys = ["action", "sample_log_prob", "state_value"] + ([] if discrete else ["raw_action"])
+        self.out_keys = ["action", "sample_log_prob"] + ([] if discrete else ["raw_action"])
         self.action_key = "action" if discrete else "raw_action"
         hidden_sizes = list(hidden_sizes)
         if shared_trunk:
@@ -138,6 +139,10 @@ class ActorCritic(TensorDictModuleBase):
         features = _run(self.trunk, self._flat(obs))
         return _run(self.actor_head, features), _run(self.critic_head, features)
 
+    def actor(self, obs: torch.Tensor) -> torch.Tensor:
+        """Actor output (logits or Gaussian mean) of observations ``[..., *obs_shape]``."""
+        return _run(self.actor_head, _run(self.trunk, self._flat(obs)))
+
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """State values ``[..., 1]`` of observations ``[..., *obs_shape]``."""
         return _run(self.critic_head, _run(self.trunk, self._flat(obs)))
@@ -150,14 +155,14 @@ class ActorCritic(TensorDictModuleBase):
     # ------------------------------------------------------------------ acting
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Act on ``tensordict["observation"]``: sample under ``RANDOM``, take the mode otherwise."""
-        out, value = self.heads(tensordict.get("observation"))
+        out = self.actor(tensordict.get("observation"))
         random = sampling()
         if self.discrete:
             log_probs = torch.log_softmax(out, -1)
             if random:  # inverse-CDF sampling: cheaper than torch.multinomial on small batches
                 cdf = log_probs.exp().cumsum(-1)
-                u = torch.rand_like(cdf[..., :1]) * cdf[..., -1:]
-                action = torch.searchsorted(cdf, u, right=True).clamp_(max=out.shape[-1] - 1)
+                u = torch.rand_like(cdf[..., :1])
+                action = torch.searchsorted(cdf, u, right=True).clamp_(max=out.shape[-1] - 1)  # cdf[-1] may round below 1
             else:
                 action = out.argmax(-1, keepdim=True)
             tensordict.set("sample_log_prob", log_probs.gather(-1, action).squeeze(-1))
@@ -168,7 +173,6 @@ class ActorCritic(TensorDictModuleBase):
             tensordict.set("sample_log_prob", gaussian_log_prob(raw, out, log_std))
             tensordict.set("raw_action", raw)
             tensordict.set("action", self.to_bounds(raw))
-        tensordict.set("state_value", value)
         return tensordict
 
     def to_bounds(self, raw: torch.Tensor) -> torch.Tensor:

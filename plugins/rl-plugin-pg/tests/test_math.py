@@ -80,6 +80,35 @@ def test_episode_end_cuts_the_advantage_recursion():
     torch.testing.assert_close(got, _column([1.0, 1.0]))  # not 2.0: the second step is another episode
 
 
+class ObservationIsValue(nn.Module):
+    """A stand-in critic: the value of an observation is the observation."""
+
+    def value(self, obs):
+        return obs
+
+
+def test_batch_process_values_and_bootstraps_the_whole_batch():
+    gamma, lam = 0.9, 0.8
+    rewards, terminated, truncated = [1.0, 0.5, -1.0, 2.0], [0, 1, 0, 0], [0, 0, 1, 0]
+    obs, next_obs = [0.3, 0.2, 0.1, 0.4], [0.2, 0.7, 0.4, 0.5]
+    term, trunc = _column(terminated, torch.bool), _column(truncated, torch.bool)
+    batch = TensorDict(
+        {
+            "observation": _column(obs),
+            "next": {"observation": _column(next_obs), "reward": _column(rewards), "terminated": term, "done": term | trunc},
+        },
+        batch_size=[1, 4],
+    )
+    loss = PolicyGradientLoss(ObservationIsValue(), gamma=gamma, gae_lambda=lam)
+    trainer = SimpleNamespace(collected_frames=4, batch_frames=4, total_frames=100)
+    out = loss.rl_batch_process(trainer, batch)
+    assert out.batch_size == (4,)
+    expected = reference_gae(rewards, obs, next_obs, terminated, truncated, gamma, lam)
+    torch.testing.assert_close(out["advantage"].squeeze(-1), torch.tensor(expected))
+    torch.testing.assert_close(out["state_value"].squeeze(-1), torch.tensor(obs))
+    torch.testing.assert_close(out["value_target"].squeeze(-1), torch.tensor(expected) + torch.tensor(obs))
+
+
 class FixedPolicy(nn.Module):
     """A stand-in policy whose ``evaluate`` returns given log-probs, entropies and values."""
 
@@ -208,14 +237,14 @@ def test_kl_far_past_target_stops_the_batch():
 def test_minibatches_cover_the_batch_with_a_fresh_permutation_each_epoch():
     loss = _loss("clip", epochs=2, minibatches=3)
     assert loss.optim_steps_per_batch == 6
-    batch = TensorDict({"i": torch.arange(10)}, batch_size=[10])
+    batch = TensorDict({k: torch.arange(10) for k in ("observation", "action", "sample_log_prob", "state_value", "advantage", "value_target")}, batch_size=[10])
     trainer = SimpleNamespace(optim_step_in_batch=0)
     epochs = []
     for epoch in range(2):
         seen = []
         for step in range(3):
             trainer.optim_step_in_batch = epoch * 3 + step
-            seen.append(loss.rl_process_optim_batch(trainer, batch)["i"])
+            seen.append(loss.rl_process_optim_batch(trainer, batch)["advantage"])
         assert sorted(torch.cat(seen).tolist()) == list(range(10))
         epochs.append(torch.cat(seen))
     assert not torch.equal(epochs[0], epochs[1])

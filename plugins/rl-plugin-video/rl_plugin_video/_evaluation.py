@@ -209,7 +209,7 @@ class EvaluationHook(EvaluationOptions, PluginHook):
             raise
         finally:
             env.close()
-        trainer.log(result.metrics())
+        trainer.log(result.metrics(), force=True)
         if recorder is not None:
             result.video = recorder.dump(frames)
         self.last = result
@@ -224,9 +224,9 @@ class EvaluationHook(EvaluationOptions, PluginHook):
             return trainer.make_env(num_envs=1, **kwargs)
         if callable(self.env):
             return self.env(num_envs=1, **kwargs)
-        import gymnasium
+        from rlcore import make_vector_env
 
-        return gymnasium.make_vec(self.env, num_envs=1, vectorization_mode="sync", **kwargs)
+        return make_vector_env(self.env, 1, kwargs=kwargs, plugin_manager=trainer.plugin_manager)
 
 
 def _policy(trainer: Trainer) -> Any:

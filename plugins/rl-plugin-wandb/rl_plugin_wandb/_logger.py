@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import wandb
 
-from rlcore import Logger
+from rlcore import Logger, write_mp4
 
 #: The x-axis of every metric.
 STEP_METRIC = "frames"
@@ -116,23 +116,3 @@ class WandbLogger(Logger):
         if not self._closed:
             self._closed = True
             self.run.finish(exit_code=0 if sys.exc_info()[1] is None else 1)
-
-
-def write_mp4(path: Path, video: Any, fps: int) -> None:
-    """Write ``uint8`` frames ``[time, height, width, channels]`` as an H.264 mp4 (padded to even sizes).
-
-    :param path: the file to write.
-    :param video: an array or tensor; one channel is gray, an alpha channel is dropped.
-    :param fps: frames per second.
-    """
-    import imageio.v2 as imageio
-
-    frames = np.asarray(video.detach().cpu() if hasattr(video, "detach") else video)
-    if frames.ndim != 4 or frames.shape[-1] not in (1, 3, 4) or frames.shape[0] == 0:
-        raise ValueError(f"a video is [time, height, width, 1|3|4 channels], got shape {frames.shape}")
-    if np.issubdtype(frames.dtype, np.floating):
-        frames = frames * 255.0
-    frames = np.clip(frames, 0, 255).astype(np.uint8)
-    frames = np.repeat(frames, 3, axis=-1) if frames.shape[-1] == 1 else frames[..., :3]
-    frames = np.pad(frames, ((0, 0), (0, frames.shape[1] % 2), (0, frames.shape[2] % 2), (0, 0)), mode="edge")
-    imageio.mimwrite(path, list(frames), fps=fps, macro_block_size=1)
