@@ -143,3 +143,17 @@ def test_signal_finishes_the_batch_checkpoints_and_exits(with_plugins, tmp_path,
     resumed = rlctl("train", "--resume", str(run), "--set", "trainer.total_frames=%d" % (frames + 128))
     assert resumed.returncode == 0, resumed.stderr
     assert f"resumed from {checkpoints[0]} at {frames} frames" in resumed.stderr
+
+
+def test_cli_plot_draws_learning_curves(tmp_path, rlctl):
+    import matplotlib.image
+
+    for name in ("a", "b"):
+        assert rlctl("train", "--algo", "toy", "--seed", "1", "--out", str(tmp_path / name)).returncode == 0
+    out = tmp_path / "curves.png"
+    result = rlctl("plot", str(tmp_path / "a"), str(tmp_path / "b"), "--metric", "train/episode_return", "--metric", "loss/objective", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    image = matplotlib.image.imread(out)
+    assert image.shape[:2] == (640, 800)  # two panels of 8 x 3.2 inches at 100 dpi
+    bad = rlctl("plot", str(tmp_path / "a"), "--metric", "nope", "-o", str(out))
+    assert bad.returncode == 2 and "--metric: no run has 'nope' (valid choices:" in bad.stderr

@@ -157,6 +157,16 @@ def make_cli(pm: PluginManager) -> click.Group:
         result = evaluate_run(run_dir, episodes=episodes, checkpoint=checkpoint_path, seed=seed, plugin_manager=pm)
         click.echo(json.dumps(result, indent=2))
 
+    @cli.command()
+    @click.argument("run_dirs", metavar="RUN_DIR...", nargs=-1, required=True, type=click.Path(file_okay=False))
+    @click.option("-o", "--output", default="curves.png", show_default=True, type=click.Path(dir_okay=False), help="The image to write.")
+    @click.option("--metric", "metrics", multiple=True, default=("train/episode_return",), show_default=True, help="A metric to draw (repeatable).")
+    def plot(run_dirs: tuple[str, ...], output: str, metrics: tuple[str, ...]) -> None:
+        """Draw the learning curves of one or more runs."""
+        from ._plot import plot_runs
+
+        click.echo(plot_runs(list(run_dirs), list(metrics), output))
+
     return cli
 
 

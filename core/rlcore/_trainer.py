@@ -20,19 +20,20 @@ from ._logger import Logger
 from ._markers import hookimpl
 from ._plugins import PluginManager, get_plugin_manager
 
-#: TorchRL's hook point names, as ``register_op`` takes them.
-OPS = (
-    "batch_process",
-    "pre_steps_log",
-    "pre_optim_steps",
-    "process_optim_batch",
-    "post_loss",
-    "optimizer",
-    "post_optim",
-    "post_optim_log",
-    "post_steps",
-    "post_steps_log",
-)
+#: TorchRL's hook point names, as ``register_op`` takes them, with how their ops are called.
+_KIND = {
+    "batch_process": "data",
+    "pre_steps_log": "logging",
+    "pre_optim_steps": "operation",
+    "process_optim_batch": "data",
+    "post_loss": "post_loss",
+    "optimizer": "optimizer",
+    "post_optim": "operation",
+    "post_optim_log": "logging",
+    "post_steps": "operation",
+    "post_steps_log": "logging",
+}
+OPS = tuple(_KIND)
 STATE_VERSION = 1
 
 
@@ -100,25 +101,10 @@ class _Ops:
         return merged
 
 
-_KIND = {
-    "batch_process": "data",
-    "process_optim_batch": "data",
-    "pre_optim_steps": "operation",
-    "post_optim": "operation",
-    "post_steps": "operation",
-    "post_loss": "post_loss",
-    "optimizer": "optimizer",
-    "pre_steps_log": "logging",
-    "post_optim_log": "logging",
-    "post_steps_log": "logging",
-}
-
-
 class _Core:
     """The trainer's own hook implementations: the default optimizer step and the standard metrics."""
 
-    def __init__(self, trainer: Trainer) -> None:
-        self.trainer = trainer
+    def __init__(self) -> None:
         self._tic = time.perf_counter()
         self._frames_at_tic = 0
 
@@ -250,12 +236,11 @@ class Trainer:
         self._step_count = 0
         self._pbar: Any = None
         self._pbar_values: dict[str, float] = {}
-        self._failed_loggers: set[int] = set()
         self._params: list[torch.Tensor] | None = None
 
-        self.plugin_manager.add_plugin(_Core(self), "rlcore.trainer")
+        self.register_plugin(_Core(), "rlcore.trainer")
         if any(self.plugin_manager.parse_hookimpl_opts(loss_module, n) for n in dir(type(loss_module))):
-            self.plugin_manager.add_plugin(loss_module, "rlcore.loss_module")
+            self.register_plugin(loss_module, "rlcore.loss_module")
         if seed is not None:
             self.set_seed(seed)
 
@@ -264,11 +249,6 @@ class Trainer:
     def policy(self) -> Any:
         """The collector's policy."""
         return getattr(self.collector, "policy", None)
-
-    @property
-    def hook(self) -> Any:
-        """The plugin manager's hook relay (``trainer.hook.rl_post_steps(trainer=...)``)."""
-        return self.plugin_manager.hook
 
     def register_op(self, dest: str, op: Callable[..., Any], **kwargs: Any) -> None:
         """Call ``op`` at hook point ``dest``, after the ops registered there before it (TorchRL's ``register_op``).

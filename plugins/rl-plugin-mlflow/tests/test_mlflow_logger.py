@@ -102,6 +102,7 @@ def test_existing_experiment_reused_with_tags_and_hparams_artifact(
     shutil.copy(template_db, tmp_path / "shared.db")
     uri = f"sqlite:///{(tmp_path / 'shared.db').as_posix()}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.chdir(tmp_path)  # MLflow's own default artifact root, for a store given by URI, is ./mlruns
     first = MLflowLogger("a", tmp_path / "a", experiment="shared", tags={"team": "rl"})
     second = MLflowLogger("b", tmp_path / "b", experiment="shared", run_name="second", tags=["baseline"])
     assert first.experiment_id == second.experiment_id

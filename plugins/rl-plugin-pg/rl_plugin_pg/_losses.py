@@ -129,10 +129,12 @@ class PolicyGradientLoss(nn.Module):
         log_prob, entropy, value = self.policy.evaluate(batch["observation"], batch[self.policy.action_key])
         advantage = batch["advantage"].squeeze(-1)
         if self.normalize_advantage and advantage.numel() > 1:
-            advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+            std, mean = torch.std_mean(advantage)
+            advantage = (advantage - mean) / (std + 1e-8)
         log_ratio = log_prob - batch["sample_log_prob"]
         ratio = log_ratio.exp()
-        kl = ((ratio - 1) - log_ratio).mean()
+        with torch.set_grad_enabled(self.objective == "kl" and torch.is_grad_enabled()):
+            kl = ((ratio - 1) - log_ratio).mean()
 
         if self.objective == "pg":
             loss_policy = -(log_prob * advantage).mean()
