@@ -63,6 +63,8 @@ def test_cli_bad_input_is_one_line_exit_2(with_plugins, tmp_path, rlctl):
         (["train", "--algo", "dqn"], "install rl-plugin-dqn for it"),
         (["config", "show", "nope"], "algo.name: unknown algorithm 'nope'"),
         (["train", "--frames", "x"], "Invalid value for '--frames'"),
+        (["train", "--algo", "toy", "--logger", "broken"], "logger 'broken' needs plugin 'broken' (rl-plugin-broken), which is broken: import failed: RuntimeError"),
+        (["eval", str(tmp_path)], "cannot read config file"),
     ]
     for argv, message in cases:
         result = rlctl(*argv, cwd=tmp_path)

@@ -278,3 +278,42 @@ def test_trainer_without_build_trainer(tmp_path):
     trainer.train()
     assert [r["frames"] for r in metrics(tmp_path) if r["name"] == "loss/value"] == ["32", "64", "96"]
     assert "optim/grad_norm" in {r["name"] for r in metrics(tmp_path)}
+
+
+def test_generate_exp_name_is_unique_and_sorts_by_time():
+    import time
+
+    names = []
+    for _ in range(3):
+        names.append(rlcore.generate_exp_name("ppo_CartPole-v1"))
+        time.sleep(1.01)
+    assert sorted(names) == names and len(set(names)) == 3
+    assert all(n.startswith("ppo_CartPole-v1_") for n in names)
+    assert len({rlcore.generate_exp_name("x") for _ in range(50)}) == 50
+
+
+def test_clip_by_value(toy_pm, tmp_path):
+    trainer = make_trainer(toy_pm, tmp_path, total_frames=64, clip_norm=1e-6, clip_grad_norm=False)
+    seen = []
+
+    class Grads:
+        @hookimpl(wrapper=True)
+        def rl_optimizer(self, trainer):
+            result = yield
+            seen.append(max(p.grad.abs().max().item() for p in trainer.loss_module.parameters()))
+            return result
+
+    trainer.register_plugin(Grads())
+    trainer.train()
+    assert seen and max(seen) <= 1e-6
+
+
+def test_envs_that_cannot_be_saved_resume_with_fresh_episodes(toy_pm, tmp_path):
+    config = {"algo": {"name": "toy"}, "env": {"vectorization": "async"}, "trainer": {"total_frames": 64, "seed": 0}}
+    trainer = rlcore.build_trainer(config, run_dir=tmp_path, plugin_manager=toy_pm)
+    trainer.train()
+    resumed = rlcore.build_trainer({**config, "trainer": {"total_frames": 128, "seed": 0}}, run_dir=tmp_path, plugin_manager=toy_pm)
+    with pytest.warns(UserWarning, match="cannot be saved .*starts fresh episodes"):
+        resumed.load_from_file()
+    resumed.train()
+    assert resumed.collected_frames == 128

@@ -6,7 +6,7 @@ import os
 import sys
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from typing import Any
 
@@ -170,6 +170,20 @@ class PluginManager(pluggy.PluginManager):
         info.hooks = sorted(c.name for c in self.get_hookcallers(plugin) or [])
         self._registries.clear()
         return True
+
+    def copy(self) -> PluginManager:
+        """A new manager with the same plugins registered (and the same statuses), sharing the plugin objects.
+
+        A trainer works on a copy, so that what it registers for its own run stays out of ``self``.
+        """
+        other = PluginManager(only=self._only, block=self._block, discover=False)
+        other.infos = {name: replace(info, hooks=list(info.hooks), provides=dict(info.provides)) for name, info in self.infos.items()}
+        for name, plugin in self.list_name_plugin():
+            if plugin is None:
+                other.set_blocked(name)
+            else:
+                other.register(plugin, name)
+        return other
 
     def broken(self) -> list[PluginInfo]:
         """Plugins that failed to load."""

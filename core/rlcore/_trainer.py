@@ -175,7 +175,8 @@ class Trainer:
     :param log_interval: frames between two logged values of the same metric.
     :param loggers: loggers that receive every logged value.
     :param checkpoint: the checkpoint backend; ``None`` disables checkpoints.
-    :param plugin_manager: the plugins of this trainer; ``None`` loads the installed ones.
+    :param plugin_manager: the plugins of this trainer (the trainer works on a copy, which also holds
+        what it registers itself); ``None`` loads the installed ones.
     :param run_dir: the run directory, if any.
     :param config: the resolved config the run was built from, if any.
     """
@@ -217,7 +218,7 @@ class Trainer:
         self.checkpoint = checkpoint
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.config = dict(config) if config is not None else None
-        self.plugin_manager = plugin_manager if plugin_manager is not None else get_plugin_manager()
+        self.plugin_manager = plugin_manager.copy() if plugin_manager is not None else get_plugin_manager()
 
         self.collected_frames = 0
         self.batch_frames = 0
