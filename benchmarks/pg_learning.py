@@ -43,7 +43,7 @@ class Case:
 CASES = [
     Case("ppo", "CartPole-v1", 100_000, 475.0, 4),
     Case("a2c", "CartPole-v1", 500_000, 475.0, 4),
-    Case("ppo", "Acrobot-v1", 300_000, -100.0, 4),
+    Case("ppo", "Acrobot-v1", 100_000, -100.0, 4),  # the bar is 300k frames; PPO gets there far sooner
     Case(
         "ppo",
         "Pendulum-v1",

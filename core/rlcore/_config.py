@@ -34,11 +34,14 @@ KERNEL_DEFAULTS: dict[str, dict[str, Any]] = {
         "save_trainer_interval": 10_000,
         "progress_bar": True,
         "device": "cpu",
+        "num_threads": 1,
     },
     "loggers": {"csv": {}, "console": {}},
     "hooks": {},
     "checkpoint": {"backend": "torch", "keep_last": 3},
 }
+#: Keys that also take ``null`` although their default is set.
+NULLABLE = {("trainer", "num_threads")}
 CHOICES = {
     ("optim", "name"): OPTIMIZERS,
     ("optim", "lr_schedule"): LR_SCHEDULES,
@@ -137,7 +140,7 @@ def _check_keys(section: str, values: Mapping[str, Any], defaults: Mapping[str, 
         if key not in defaults:
             valid = ", ".join(sorted(defaults))
             raise ConfigError(f"unknown key {section}.{key} (valid choices: {valid})")
-        error = _type_error(f"{section}.{key}", defaults[key], value)
+        error = None if value is None and (section, key) in NULLABLE else _type_error(f"{section}.{key}", defaults[key], value)
         if error:
             raise ConfigError(error)
         choices = CHOICES.get((section, key))
@@ -229,8 +232,17 @@ def dump_config(config: Mapping[str, Any]) -> str:
     """The config as YAML text, sections in their documented order."""
     import yaml
 
+    class Dumper(yaml.SafeDumper):
+        """Block style, except for lists of plain values (``hidden_sizes: [64, 64]``)."""
+
+    def represent_list(dumper: yaml.SafeDumper, data: list[Any]) -> Any:
+        flow = all(not isinstance(item, (dict, list)) for item in data)
+        return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
+
+    Dumper.add_representer(list, represent_list)
+    Dumper.add_representer(tuple, represent_list)
     ordered = {s: config[s] for s in SECTIONS if s in config}
-    return yaml.safe_dump(ordered, sort_keys=False, default_flow_style=None)
+    return yaml.dump(ordered, Dumper=Dumper, sort_keys=False, default_flow_style=False)
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -94,6 +94,8 @@ def build_trainer(
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / CONFIG_FILE).write_text(dump_config(config), encoding="utf-8")
     torch.manual_seed(trainer_cfg["seed"])
+    if trainer_cfg["num_threads"] is not None:
+        torch.set_num_threads(trainer_cfg["num_threads"])
 
     make_env, env, loss_module = _build_parts(config, pm)
     device = torch.device(trainer_cfg["device"])

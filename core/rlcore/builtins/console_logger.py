@@ -43,7 +43,9 @@ class ConsoleLogger(Logger):
         if self._latest and (self._last is None or step - self._last >= self.every):
             self._last = step
             shown = "  ".join(f"{k}={v:.4g}" for k, v in sorted(self._latest.items()))
-            print(f"{step:>10}  {shown}", file=self.stream, flush=True)
+            from tqdm import tqdm
+
+            tqdm.write(f"{step:>10}  {shown}", file=self.stream)  # above a progress bar, if one is shown
 
 
 @hookimpl

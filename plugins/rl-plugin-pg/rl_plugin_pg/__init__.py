@@ -63,7 +63,7 @@ DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
     "pg": _defaults(
         {"gae_lambda": 1.0, "epochs": 1, "minibatches": 1},
         {"num_envs": 8},
-        4096,
+        1024,
         {"lr": 3e-3},
         500_000,
     ),
