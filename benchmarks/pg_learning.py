@@ -57,6 +57,7 @@ CASES = [
             "algo.gae_lambda=0.95",
             "algo.epochs=10",
             "algo.minibatches=64",
+            "algo.schedule={clip_range: 0.2}",  # a constant clip range
             "env.wrappers={normalize_reward: {gamma: 0.9}}",
         ),
     ),

@@ -109,6 +109,13 @@ def test_cli_config_show_and_eval(with_plugins, tmp_path, rlctl):
 
     report = json.loads(result.stdout)
     assert report["frames"] == 256 and len(report["returns"]) == 3 and report["checkpoint"].endswith("ckpt-000000000256.pt")
+    recorded = rlctl("eval", str(tmp_path / "run"), "--episodes", "2", "--video")
+    assert recorded.returncode == 0, recorded.stderr
+    report = json.loads(recorded.stdout)
+    import imageio.v3 as iio
+
+    frames = iio.imread(report["video"], plugin="FFMPEG")
+    assert frames.shape == (report["lengths"][0], 400, 600, 3)  # one frame per action of the first episode
 
 
 def test_cli_warns_about_unrelated_broken_plugins_and_refuses_needed_ones(with_plugins, tmp_path, rlctl):

@@ -27,6 +27,7 @@ _LAZY = {
     "build_trainer": "._run",
     "evaluate": "._collector",
     "make_vector_env": "._envs",
+    "VideoWriter": "._video",
     "write_mp4": "._video",
     "generate_exp_name": "._logger",
     "get_logger": "._logger",
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from ._registry import Algorithm
     from ._run import build_trainer
     from ._trainer import Trainer, TrainerHookBase
-    from ._video import write_mp4
+    from ._video import VideoWriter, write_mp4
 
 
 def __getattr__(name: str) -> Any:

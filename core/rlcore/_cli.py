@@ -150,11 +150,12 @@ def make_cli(pm: PluginManager) -> click.Group:
     @click.option("--episodes", default=10, show_default=True, help="Episodes to run.")
     @click.option("--checkpoint", "checkpoint_path", type=click.Path(exists=True), help="A checkpoint of RUN_DIR (default: the last good one).")
     @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the evaluation env.")
-    def evaluate_cmd(run_dir: str, episodes: int, checkpoint_path: str | None, seed: int) -> None:
+    @click.option("--video", is_flag=True, help="Record the first episode to RUN_DIR/videos/ (needs rl-core[video]).")
+    def evaluate_cmd(run_dir: str, episodes: int, checkpoint_path: str | None, seed: int, video: bool) -> None:
         """Evaluate a run's policy deterministically (mode of its distribution)."""
         from ._run import evaluate_run
 
-        result = evaluate_run(run_dir, episodes=episodes, checkpoint=checkpoint_path, seed=seed, plugin_manager=pm)
+        result = evaluate_run(run_dir, episodes=episodes, checkpoint=checkpoint_path, seed=seed, video=video, plugin_manager=pm)
         click.echo(json.dumps(result, indent=2))
 
     @cli.command()

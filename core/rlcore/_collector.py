@@ -160,7 +160,14 @@ class Collector:
 
 
 @torch.no_grad()
-def evaluate(policy: Any, env: Any, episodes: int, deterministic: bool = True, seed: int | None = None) -> dict[str, Any]:
+def evaluate(
+    policy: Any,
+    env: Any,
+    episodes: int,
+    deterministic: bool = True,
+    seed: int | None = None,
+    video: Any = None,
+) -> dict[str, Any]:
     """Run ``episodes`` full episodes of ``policy`` on the vector env ``env``.
 
     :param policy: a ``tensordict.nn`` policy.
@@ -168,6 +175,8 @@ def evaluate(policy: Any, env: Any, episodes: int, deterministic: bool = True, s
     :param episodes: how many episodes to finish.
     :param deterministic: act with the distribution's mode rather than sampling.
     :param seed: reset seed.
+    :param video: a :class:`rlcore.VideoWriter` that receives ``env.render()`` before each action
+        of the first env's first episode (the env renders ``rgb_array``).
     :return: ``{"returns": [...], "lengths": [...]}`` of the first ``episodes`` episodes.
     """
     device = next((p.device for p in policy.parameters()), torch.device("cpu"))
@@ -177,13 +186,17 @@ def evaluate(policy: Any, env: Any, episodes: int, deterministic: bool = True, s
     returns: list[float] = []
     lengths: list[int] = []
     mode = InteractionType.DETERMINISTIC if deterministic else InteractionType.RANDOM
+    recording = video is not None
     with set_interaction_type(mode):
         while len(returns) < episodes:
+            if recording:
+                video.append(env.render()[0])
             step = policy(TensorDict({"observation": _to_tensor(obs, device)}, batch_size=[n], device=device))
             obs, reward, terminated, truncated, info = env.step(step["action"].cpu().numpy())
             episode_return += info.get("raw_reward", reward)
             episode_length += 1
             done = terminated | truncated
+            recording = recording and not done[0]  # one frame per action of the first episode
             returns.extend(episode_return[done].tolist())
             lengths.extend(episode_length[done].tolist())
             episode_return[done] = 0

@@ -20,6 +20,7 @@ from ._logger import generate_exp_name
 from ._markers import hookimpl
 from ._plugins import PluginManager, get_plugin_manager
 from ._trainer import Trainer, TrainerHookBase
+from ._video import VideoWriter
 
 class LRSchedule:
     """Sets the learning rate of every parameter group from the collected frames, once per batch.
@@ -176,6 +177,7 @@ def evaluate_run(
     episodes: int = 10,
     checkpoint: str | Path | None = None,
     seed: int | None = 0,
+    video: bool = False,
     plugin_manager: PluginManager | None = None,
 ) -> dict[str, Any]:
     """Evaluate the policy of a run's checkpoint deterministically on a fresh env.
@@ -184,23 +186,37 @@ def evaluate_run(
     :param episodes: full episodes to run.
     :param checkpoint: a checkpoint path; default the newest readable one.
     :param seed: the evaluation env's seed.
+    :param video: record the first episode to ``RUN_DIR/videos/eval_<frames>.mp4``.
     :param plugin_manager: the plugins (default: the installed ones).
-    :return: the checkpoint, its frames, the mean/std of returns and each episode's return and length.
+    :return: the checkpoint, its frames, the mean/std of returns, each episode's return and length,
+        and the video's path.
     """
     pm = plugin_manager or get_plugin_manager()
     run_dir = Path(run_dir)
     config = resolve_config(read_config_file(run_dir / CONFIG_FILE), pm)
+    if video:
+        config["env"]["kwargs"] = {**config["env"]["kwargs"], "render_mode": "rgb_array"}
     _, env, loss_module = _build_parts(config, pm, num_envs=1)
     path, state = _backend(config, run_dir, pm).load(checkpoint)
     loss_module.load_state_dict(state["loss_module"])
     load_env_states(env, state.get("modules", {}).get("env", {}))
     _freeze(env)
-    result = evaluate(loss_module.policy, env, episodes, deterministic=True, seed=seed)
-    env.close()
+    frames = int(state["counters"]["collected_frames"])
+    writer = None
+    if video:
+        (run_dir / "videos").mkdir(exist_ok=True)
+        writer = VideoWriter(run_dir / "videos" / f"eval_{frames:012d}.mp4", fps=env.metadata.get("render_fps") or 30)
+    try:
+        result = evaluate(loss_module.policy, env, episodes, deterministic=True, seed=seed, video=writer)
+    finally:
+        env.close()
+        if writer is not None:
+            writer.close()
     returns = torch.tensor(result["returns"], dtype=torch.float64)
     return {
         "checkpoint": str(path),
-        "frames": int(state["counters"]["collected_frames"]),
+        "video": str(writer.path) if writer is not None else None,
+        "frames": frames,
         "episodes": episodes,
         "mean_return": float(returns.mean()),
         "std_return": float(returns.std(unbiased=False)),
