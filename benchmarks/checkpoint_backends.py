@@ -30,9 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-
 import rlcore
+import torch
 
 
 @dataclass

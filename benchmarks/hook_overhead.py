@@ -14,9 +14,8 @@ import tempfile
 import time
 from typing import Any
 
-import torch
-
 import rlcore
+import torch
 from rlcore import hookimpl
 from rlcore.hookspecs import LOOP_HOOKS
 

@@ -14,9 +14,8 @@ import statistics
 import tempfile
 import time
 
-import torch
-
 import rlcore
+import torch
 
 VARIANTS = {
     "csv only (peer)": {"csv": {}},

@@ -6,11 +6,10 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
-
 import rlcore
 from rlcore._plugins import refresh_entry_points
 

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
-from tensordict import TensorDict
-from tensordict.nn import TensorDictModule
-
 import rlcore
+import torch
 from rlcore._envs import env_states, load_env_states, make_vector_env
+from tensordict.nn import TensorDictModule
 
 
 def constant_policy(action: int = 0) -> TensorDictModule:
@@ -116,4 +114,3 @@ def test_evaluate_is_deterministic():
     first = evaluate(policy, make_vector_env("CartPole-v1", 1), episodes=2, seed=5)
     second = evaluate(policy, make_vector_env("CartPole-v1", 1), episodes=2, seed=5)
     assert first == second and len(first["returns"]) == 2
-    _ = TensorDict  # the batch type, for readers

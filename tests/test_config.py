@@ -9,9 +9,8 @@ import sys
 import time
 
 import pytest
-import yaml
-
 import rlcore
+import yaml
 
 
 def test_defaults_merge_algorithm_defaults_and_overrides(toy_pm):

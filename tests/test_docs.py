@@ -40,3 +40,14 @@ def test_the_loop_hooks_are_the_ten_seed_points():
     seed = ["batch_process", "pre_steps_log", "pre_optim_steps", "process_optim_batch", "post_loss",
             "optimizer", "post_optim", "post_optim_log", "post_steps", "post_steps_log"]
     assert list(hookspecs.LOOP_HOOKS) == [f"rl_{n}" for n in seed]
+
+
+def test_public_api_is_listed_and_lazy():
+    import subprocess
+    import sys
+
+    import rlcore
+
+    assert sorted(rlcore.__all__) == sorted({*rlcore._LAZY, "ConfigError", "PluginError", "RLCoreError", "hookimpl", "hookspec", "__version__"})
+    code = "import sys, rlcore; assert 'torch' not in sys.modules; rlcore.Trainer; assert 'torch' in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -13,9 +13,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import torch
-
 import rlcore
+import torch
 
 pytest.importorskip("rl_plugin_pg")
 

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import rlcore
 from rlcore._scaffold import check_name, next_steps, scaffold
 

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
-
 import rlcore
+import torch
 from rlcore import TrainerHookBase, hookimpl
 
 BATCH = ["batch_process", "pre_steps_log", "pre_optim_steps"]

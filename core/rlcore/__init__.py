@@ -35,7 +35,32 @@ _LAZY = {
     "load_config": "._config",
 }
 
-__all__ = sorted(["ConfigError", "PluginError", "RLCoreError", "hookimpl", "hookspec", "__version__", *_LAZY])
+__all__ = [
+    "Algorithm",
+    "CheckpointBackend",
+    "CheckpointError",
+    "Collector",
+    "ConfigError",
+    "Logger",
+    "PluginError",
+    "PluginInfo",
+    "PluginManager",
+    "RLCoreError",
+    "Trainer",
+    "TrainerHookBase",
+    "VideoWriter",
+    "__version__",
+    "build_trainer",
+    "evaluate",
+    "generate_exp_name",
+    "get_logger",
+    "get_plugin_manager",
+    "hookimpl",
+    "hookspec",
+    "load_config",
+    "make_vector_env",
+    "write_mp4",
+]
 
 if TYPE_CHECKING:
     from ._checkpoint import CheckpointBackend, CheckpointError

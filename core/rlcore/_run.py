@@ -11,9 +11,8 @@ from typing import Any
 
 import torch
 
-from ._collector import Collector
 from ._checkpoint import CheckpointBackend
-from ._collector import evaluate
+from ._collector import Collector, evaluate
 from ._config import CONFIG_FILE, dump_config, flatten, read_config_file, resolve_config
 from ._envs import env_states, load_env_states, make_vector_env
 from ._logger import generate_exp_name
@@ -21,6 +20,7 @@ from ._markers import hookimpl
 from ._plugins import PluginManager, get_plugin_manager
 from ._trainer import Trainer, TrainerHookBase
 from ._video import VideoWriter
+
 
 class LRSchedule:
     """Sets the learning rate of every parameter group from the collected frames, once per batch.

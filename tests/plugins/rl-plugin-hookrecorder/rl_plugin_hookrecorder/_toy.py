@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from rlcore import TrainerHookBase
 from tensordict import TensorDict
 from tensordict.nn import InteractionType, TensorDictModuleBase, interaction_type
 from torch import nn
-
-from rlcore import TrainerHookBase
 
 
 class ToyPolicy(TensorDictModuleBase):
