@@ -35,6 +35,10 @@ _BAD_KEY_CHARS = re.compile(r"[^/\w.\- ]")
 _STATUS = {"finished": "FINISHED", "failed": "FAILED", "killed": "KILLED"}
 
 
+#: the file of the run directory that remembers its MLflow run, for ``rlctl train --resume``
+RUN_ID_FILE = "mlflow_run_id"
+
+
 class MLflowLogger(Logger):
     """Logs to one MLflow run: params, metrics with ``step`` = frames, videos and the config as artifacts.
 
@@ -72,6 +76,9 @@ class MLflowLogger(Logger):
         self.experiment_id = _experiment_id(self.client, experiment, artifact_location)
         run = self.client.create_run(self.experiment_id, run_name=run_name or exp_name, tags=_tags(tags))
         self.run_id: str = run.info.run_id
+        id_file = self.log_dir / RUN_ID_FILE
+        self._previous_run_id = id_file.read_text().strip() if id_file.is_file() else None
+        id_file.write_text(self.run_id)
         self.flush_secs = flush_secs
         #: mp4 needs imageio and imageio-ffmpeg (the ``video`` extra)
         self.supports_video = all(importlib.util.find_spec(m) for m in ("imageio", "imageio_ffmpeg"))
@@ -80,6 +87,25 @@ class MLflowLogger(Logger):
         self._hparams: dict[str, Any] | None = None
         self._warned_video = False
         self._closed = False
+
+    def resume(self, step: int) -> None:
+        """Go on logging into the MLflow run of the interrupted run (its id is kept in the run directory).
+
+        MLflow cannot delete logged points: values the interrupted run logged after ``step`` stay in
+        the history beside the resumed run's values at the same steps.
+        """
+        previous = self._previous_run_id
+        if previous is None or previous == self.run_id:
+            return
+        try:
+            self.client.get_run(previous)
+        except MlflowException:
+            return  # the old run is gone (another store): keep the new one
+        self._send()
+        self.client.delete_run(self.run_id)
+        self.run_id = previous
+        self.client.update_run(previous, status="RUNNING")
+        (self.log_dir / RUN_ID_FILE).write_text(previous)
 
     # ------------------------------------------------------------------ metrics
     def log_scalar(self, name: str, value: float, step: int) -> None:

@@ -229,3 +229,21 @@ def test_listing_plugins_does_not_import_mlflow() -> None:
     )
     env = {**os.environ, "RLCORE_PLUGINS": "rl-plugin-mlflow"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
+
+
+def test_resume_continues_the_interrupted_mlflow_run(run_dir: Path) -> None:
+    first = MLflowLogger("run", run_dir, flush_secs=0)
+    first.log_hparams({"algo.lr": 0.1})
+    for step in (1, 2, 3):
+        first.log_scalars({"loss": float(step)}, step)
+    first.close()
+    second = MLflowLogger("run", run_dir, flush_secs=0)
+    second.log_hparams({"algo.lr": 0.1})
+    second.resume(3)
+    assert second.run_id == first.run_id
+    second.log_scalars({"loss": 4.0}, 4)
+    second.close()
+    client = MlflowClient(second.tracking_uri)
+    (run,) = client.search_runs([second.experiment_id])
+    assert run.info.run_id == first.run_id and run.info.status == "FINISHED"
+    assert history(client, run.info.run_id, "loss") == [(1, 1.0), (2, 2.0), (3, 3.0), (4, 4.0)]

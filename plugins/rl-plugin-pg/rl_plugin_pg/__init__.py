@@ -89,10 +89,10 @@ DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
         100_000,
     ),
     "ppo-kl": _defaults(
-        {"kl_target": 0.01, "kl_penalty": 1.0, "kl_stop_factor": 4.0},
+        {"gamma": 0.98, "gae_lambda": 0.8, "epochs": 10, "minibatches": 1, "kl_target": 0.01, "kl_penalty": 1.0, "kl_stop_factor": 4.0},
         {"num_envs": 8},
-        1024,
-        {"lr": 3e-4},
+        256,
+        {"lr": 1e-3},
         500_000,
     ),
 }

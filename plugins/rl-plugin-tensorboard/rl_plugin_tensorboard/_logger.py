@@ -48,9 +48,15 @@ class TensorBoardLogger(Logger):
     ) -> None:
         super().__init__(exp_name, log_dir)
         self.directory = self.log_dir / "tensorboard"
-        self._writer = SummaryWriter(log_dir=str(self.directory), max_queue=max_queue, flush_secs=flush_secs)
+        self._options = {"max_queue": max_queue, "flush_secs": flush_secs}
+        self._writer = SummaryWriter(log_dir=str(self.directory), **self._options)
         self._hparams_logged = False
         self._closed = False
+
+    def resume(self, step: int) -> None:
+        """Purge the events logged after ``step`` by the interrupted run (TensorBoard's ``purge_step``)."""
+        self._writer.close()
+        self._writer = SummaryWriter(log_dir=str(self.directory), purge_step=step + 1, **self._options)
 
     def _add(self, summary: Summary, step: int | None = None) -> None:
         self._writer._get_file_writer().add_summary(summary, None if step is None else int(step))

@@ -143,3 +143,17 @@ def test_listing_plugins_does_not_import_tensorboard() -> None:
     )
     env = {**os.environ, "RLCORE_PLUGINS": "rl-plugin-tensorboard"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
+
+
+def test_resume_purges_what_the_interrupted_run_logged_after_the_checkpoint(tmp_path: Path) -> None:
+    crashed = TensorBoardLogger("run", tmp_path)
+    for step in (1, 2, 3, 4, 5):
+        crashed.log_scalars({"loss": float(step)}, step)
+    crashed.close()  # the checkpoint was taken at step 3; steps 4 and 5 are logged again below
+    resumed = TensorBoardLogger("run", tmp_path)
+    resumed.resume(3)
+    for step in (4, 5, 6):
+        resumed.log_scalars({"loss": 10.0 * step}, step)
+    resumed.close()
+    events = read_events(tmp_path).Scalars("loss")
+    assert [(e.step, e.value) for e in events] == [(1, 1.0), (2, 2.0), (3, 3.0), (4, 40.0), (5, 50.0), (6, 60.0)]
