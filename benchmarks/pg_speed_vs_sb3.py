@@ -26,7 +26,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -64,12 +63,8 @@ def ensure_sb3() -> None:
     importlib.invalidate_caches()
 
 
-def run_rlcore(seed: int, frames: int, fused_adam: bool = False) -> dict[str, Any]:
-    """Train rl-core PPO; return frames/s and the seconds to the threshold.
-
-    :param fused_adam: swap in ``torch.optim.Adam(fused=True)`` (same hyperparameters), to measure
-        what that optimizer would change were the kernel to build it.
-    """
+def run_rlcore(seed: int, frames: int) -> dict[str, Any]:
+    """Train rl-core PPO; return frames/s and the seconds to the threshold."""
     import torch
 
     torch.set_num_threads(1)
@@ -104,16 +99,13 @@ def run_rlcore(seed: int, frames: int, fused_adam: bool = False) -> dict[str, An
     ]
     with tempfile.TemporaryDirectory() as run_dir:
         config = rlcore.load_config(overrides=overrides)
-        config["loggers"] = {"csv": None, "console": None}  # build_trainer resolves again: null removes them
         trainer = rlcore.build_trainer(config, run_dir=run_dir)
-        if fused_adam:
-            trainer.optimizer = torch.optim.Adam(trainer.loss_module.parameters(), lr=h["lr"], eps=1e-5, fused=True)
         recorder = EpisodeRecorder()
         trainer.register_plugin(recorder, "benchmark.recorder")
         start = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - start
-    return _result("rl-core (fused Adam)" if fused_adam else "rl-core", seed, trainer.collected_frames, seconds, recorder)
+    return _result("rl-core", seed, trainer.collected_frames, seconds, recorder)
 
 
 def run_sb3(seed: int, frames: int) -> dict[str, Any]:
@@ -188,10 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--frames", type=int, default=200_000, help="frames per run")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--repeats", type=int, default=1, help="runs of each framework per seed")
-    parser.add_argument("--fused-adam", action="store_true", help="also run rl-core with torch's fused Adam")
     args = parser.parse_args(argv)
     ensure_sb3()
-    runners = [run_rlcore, run_sb3] + ([partial(run_rlcore, fused_adam=True)] if args.fused_adam else [])
+    runners = [run_rlcore, run_sb3]
     jobs = [(fn, seed) for seed in args.seeds for _ in range(args.repeats) for fn in runners]
     rows = []
     context = multiprocessing.get_context("spawn")
@@ -206,13 +197,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {r['name']} | {r['seed']} | {r['frames']} | {r['seconds']:.1f} | {r['fps']:.0f} | {reached} | {r['final']:.1f} |")
     ours = [r for r in rows if r["name"] == "rl-core"]
     theirs = [r for r in rows if r["name"] == "Stable-Baselines3"]
-    fused = [r for r in rows if r["name"] == "rl-core (fused Adam)"]
     fps_ours, fps_theirs = _mean([r["fps"] for r in ours]), _mean([r["fps"] for r in theirs])
     print()
     print(f"rl-core PPO: {fps_ours:.0f} frames/s; Stable-Baselines3 PPO: {fps_theirs:.0f} frames/s; ratio {fps_ours / fps_theirs:.2f}x")
-    if fused:
-        fps_fused = _mean([r["fps"] for r in fused])
-        print(f"rl-core PPO with fused Adam: {fps_fused:.0f} frames/s; ratio {fps_fused / fps_theirs:.2f}x")
     for seed in args.seeds:
         a = [r["to_threshold"] for r in ours if r["seed"] == seed and r["to_threshold"] is not None]
         b = [r["to_threshold"] for r in theirs if r["seed"] == seed and r["to_threshold"] is not None]

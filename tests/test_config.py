@@ -165,3 +165,21 @@ def test_cli_plot_draws_learning_curves(tmp_path, rlctl):
     assert image.shape[:2] == (640, 800)  # two panels of 8 x 3.2 inches at 100 dpi
     bad = rlctl("plot", str(tmp_path / "a"), "--metric", "nope", "-o", str(out))
     assert bad.returncode == 2 and "--metric: no run has 'nope' (valid choices:" in bad.stderr
+
+
+def test_null_removes_a_default_logger_for_good(toy_pm, tmp_path):
+    config = rlcore.load_config(plugin_manager=toy_pm, overrides=["algo.name=toy", "loggers.console=null"])
+    assert config["loggers"] == {"csv": {}, "console": None}
+    trainer = rlcore.build_trainer(config, run_dir=tmp_path, plugin_manager=toy_pm)
+    assert [type(logger).__name__ for logger in trainer.loggers] == ["CSVLogger"]
+    assert yaml.safe_load((tmp_path / "config.yaml").read_text())["loggers"] == {"csv": {}, "console": None}
+
+
+def test_algorithm_presets_apply_to_their_env_only(toy_pm):
+    from rl_plugin_hookrecorder import PRESET_ENV
+
+    plain = rlcore.load_config(plugin_manager=toy_pm, algo={"name": "toy"})
+    tuned = rlcore.load_config(plugin_manager=toy_pm, algo={"name": "toy"}, env={"id": PRESET_ENV})
+    mine = rlcore.load_config(plugin_manager=toy_pm, algo={"name": "toy", "lr_scale": 3.0}, env={"id": PRESET_ENV})
+    assert plain["algo"]["lr_scale"] == 1.0 and tuned["algo"]["lr_scale"] == 0.5 and mine["algo"]["lr_scale"] == 3.0
+    assert rlcore.load_config(plugin_manager=toy_pm, algo={"name": "toy", "lr_scale": None})["algo"]["lr_scale"] is None

@@ -91,11 +91,15 @@ def make_cli(pm: PluginManager) -> click.Group:
 
     @config.command("show")
     @click.argument("algo")
-    def config_show(algo: str) -> None:
+    @click.option("--env", "env_id", help="Show the config for this env (with the algorithm's preset for it, if any).")
+    def config_show(algo: str, env_id: str | None) -> None:
         """Print the default config of ALGO, ready to edit and pass to `rlctl train`."""
         from ._config import dump_config, load_config
 
-        click.echo(dump_config(load_config(plugin_manager=pm, algo={"name": algo})), nl=False)
+        sections: dict[str, Any] = {"algo": {"name": algo}}
+        if env_id:
+            sections["env"] = {"id": env_id}
+        click.echo(dump_config(load_config(plugin_manager=pm, **sections)), nl=False)
 
     @cli.command()
     @click.argument("config_file", metavar="[CONFIG]", required=False, type=click.Path(dir_okay=False))

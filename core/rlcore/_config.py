@@ -140,7 +140,8 @@ def _check_keys(section: str, values: Mapping[str, Any], defaults: Mapping[str, 
         if key not in defaults:
             valid = ", ".join(sorted(defaults))
             raise ConfigError(f"unknown key {section}.{key} (valid choices: {valid})")
-        error = None if value is None and (section, key) in NULLABLE else _type_error(f"{section}.{key}", defaults[key], value)
+        nullable = (section, key) in NULLABLE or section == "algo"  # an algorithm's null means "off"
+        error = None if value is None and nullable else _type_error(f"{section}.{key}", defaults[key], value)
         if error:
             raise ConfigError(error)
         choices = CHOICES.get((section, key))
@@ -166,7 +167,7 @@ def check_options(key: str, factory: Any, options: Mapping[str, Any], skip: Iter
 
 
 def resolve_config(user: Mapping[str, Any], plugin_manager: Any) -> dict[str, Any]:
-    """Merge kernel defaults, the algorithm's defaults and ``user``, then validate every key.
+    """Merge kernel defaults, the algorithm's defaults, its preset for the env and ``user``; validate every key.
 
     :param user: the user's config (from a file and ``--set``).
     :param plugin_manager: where algorithms, loggers, hooks, wrappers and backends are looked up.
@@ -183,17 +184,18 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: Any) -> dict[str, An
     if not isinstance(name, str):
         raise ConfigError(f"algo.name: expected a string, got {name!r}")
     algorithm = plugin_manager.factory("algorithms", name, key="algo.name")
+    env_id = user.get("env", {}).get("id") or algorithm.defaults.get("env", {}).get("id") or KERNEL_DEFAULTS["env"]["id"]
     defaults = {"checkpoint": {"backend": os.environ.get("CKPT_BACKEND", "torch")}}
-    defaults = merge(merge(KERNEL_DEFAULTS, defaults), algorithm.defaults)
+    defaults = merge(merge(merge(KERNEL_DEFAULTS, defaults), algorithm.defaults), algorithm.presets.get(env_id, {}))
     defaults["algo"]["name"] = name
     config = merge(defaults, user)
     for section in SECTIONS:
         if section not in NAMED_SECTIONS:
             _check_keys(section, config[section], defaults[section])
-    for section, kind in (("loggers", "loggers"), ("hooks", "hooks")):
-        config[section] = {k: v for k, v in config[section].items() if v is not None}
+    for section in NAMED_SECTIONS:  # an entry set to null stays, as null: it removes a default one for good
         for entry, options in config[section].items():
-            _check_named(f"{section}.{entry}", plugin_manager.factory(kind, entry, key=section), options, ("exp_name", "log_dir"))
+            if options is not None:
+                _check_named(f"{section}.{entry}", plugin_manager.factory(section, entry, key=section), options, ("exp_name", "log_dir"))
     for entry, options in config["env"]["wrappers"].items():
         _check_named(f"env.wrappers.{entry}", plugin_manager.factory("env_wrappers", entry, key="env.wrappers"), options, ("env",))
     plugin_manager.factory("checkpoint_backends", config["checkpoint"]["backend"], key="checkpoint.backend")

@@ -37,12 +37,15 @@ class Algorithm:
     :param build: the builder; import heavy libraries inside it, not at module level.
     :param defaults: default config sections (``algo`` holds every key the algorithm accepts).
     :param summary: one line for ``rlctl plugins list``.
+    :param presets: ``{env id: config sections}`` merged over ``defaults`` when the run's env is
+        that one (tuned hyperparameters, as in rl-zoo); the user's config still comes last.
     """
 
     name: str
     build: Callable[..., Any]
     defaults: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     summary: str = ""
+    presets: Mapping[str, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
 
 
 def collect(hook_caller: Any, kind: str) -> dict[str, tuple[str, Any]]:

@@ -97,6 +97,18 @@ DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
     ),
 }
 
+#: tuned sections per env, merged over an algorithm's defaults when the run uses that env
+PRESETS: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
+    "ppo": {
+        "Pendulum-v1": {
+            "env": {"num_envs": 4, "wrappers": {"normalize_reward": {"gamma": 0.9}}},
+            "collector": {"frames_per_batch": 4096},
+            "algo": {"gamma": 0.9, "gae_lambda": 0.95, "epochs": 10, "minibatches": 64, "schedule": {"clip_range": 0.2}},
+            "trainer": {"total_frames": 300_000},
+        },
+    },
+}
+
 SUMMARY = {
     "pg": "vanilla policy gradient (REINFORCE with a learned baseline)",
     "a2c": "advantage actor-critic",
@@ -120,4 +132,4 @@ def _builder(name: str) -> Any:
 @hookimpl
 def rl_register_algorithms() -> list[Algorithm]:
     """The five algorithms of the policy-gradient family."""
-    return [Algorithm(name, _builder(name), DEFAULTS[name], SUMMARY[name]) for name in OBJECTIVE]
+    return [Algorithm(name, _builder(name), DEFAULTS[name], SUMMARY[name], PRESETS.get(name, {})) for name in OBJECTIVE]

@@ -8,6 +8,7 @@ from typing import Any
 from rlcore import Algorithm, hookimpl
 
 CALLS: list[str] = []
+PRESET_ENV = "Acrobot-v1"  # the toy algorithm's preset applies to this env
 
 
 def _record(name: str) -> None:
@@ -105,6 +106,7 @@ def rl_register_algorithms() -> list[Algorithm]:
                 "trainer": {"total_frames": 256, "progress_bar": False, "optim_steps_per_batch": 2},
             },
             summary="a toy policy gradient for tests",
+            presets={PRESET_ENV: {"algo": {"lr_scale": 0.5}}},
         )
     ]
 
