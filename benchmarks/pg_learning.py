@@ -1,10 +1,11 @@
 """Learning benchmark of rl-plugin-pg: does each algorithm solve its classic-control task?
 
 Each (algorithm, env) case trains several seeds from the algorithm's embedded defaults (with
-rl-plugin-pg's preset for the env, if it has one, and any overrides listed in ``CASES``) and reports, per seed, the mean return of the last
-20 training episodes, the mean return of a 10-episode deterministic evaluation, and the first
-frame count at which the mean of the last 20 training episodes reached the threshold. A seed
-counts as solved when either final figure reaches the threshold.
+rl-plugin-pg's preset for the env, if it has one, and any overrides listed in ``CASES``) and
+reports, per seed, the mean return of the last 20 training episodes, the mean return of a
+10-episode deterministic evaluation, and the first frame count at which the mean of the last
+20 training episodes reached the threshold. A seed counts as solved when either final figure
+reaches the threshold.
 
     python benchmarks/pg_learning.py                       # every case, 5 seeds
     python benchmarks/pg_learning.py --case ppo:CartPole-v1 --seeds 0 1 2
@@ -111,6 +112,26 @@ def deterministic_eval(trainer: Any, episodes: int = 10, seed: int = 10_000) -> 
     return float(np.mean(returns))
 
 
+def train_recorded(overrides: list[str]) -> tuple[Any, EpisodeRecorder, float]:
+    """Train rl-core with ``overrides`` in a throwaway run directory, without loggers or checkpoints.
+
+    :return: the trainer, its episodes, and the wall seconds of ``trainer.train()``.
+    """
+    quiet = [
+        "trainer.progress_bar=false",
+        "trainer.save_trainer_interval=1000000000",
+        "loggers.csv=null",
+        "loggers.console=null",
+    ]
+    with tempfile.TemporaryDirectory() as run_dir:
+        trainer = rlcore.build_trainer(rlcore.load_config(overrides=[*quiet, *overrides]), run_dir=run_dir)
+        recorder = EpisodeRecorder()
+        trainer.register_plugin(recorder, "benchmark.recorder")
+        start = time.perf_counter()
+        trainer.train()
+        return trainer, recorder, time.perf_counter() - start
+
+
 def run_one(case: Case, seed: int, frames: int | None, extra: tuple[str, ...]) -> dict[str, Any]:
     """Train one seed of ``case`` and return its row of the table."""
     import torch
@@ -122,22 +143,11 @@ def run_one(case: Case, seed: int, frames: int | None, extra: tuple[str, ...]) -
         f"env.id={case.env}",
         f"trainer.total_frames={frames}",
         f"trainer.seed={seed}",
-        "trainer.progress_bar=false",
-        "trainer.save_trainer_interval=1000000000",
-        "loggers.csv=null",
-        "loggers.console=null",
         *case.overrides,
         *extra,
     ]
-    with tempfile.TemporaryDirectory() as run_dir:
-        config = rlcore.load_config(overrides=overrides)
-        trainer = rlcore.build_trainer(config, run_dir=run_dir)
-        recorder = EpisodeRecorder()
-        trainer.register_plugin(recorder, "benchmark.recorder")
-        start = time.perf_counter()
-        trainer.train()
-        seconds = time.perf_counter() - start
-        evaluation = deterministic_eval(trainer)
+    trainer, recorder, seconds = train_recorded(overrides)
+    evaluation = deterministic_eval(trainer)
     reached, _ = recorder.first_reaching(case.threshold)
     final = recorder.final_mean()
     return {

@@ -3,9 +3,10 @@
 Both train with the same hyperparameters (4 envs x 128 steps, 4 epochs of 4 minibatches,
 Adam lr 2.5e-4 constant, gamma 0.99, GAE lambda 0.95, clip 0.2, no entropy bonus, value
 coefficient 0.5, gradient norm 0.5, [64, 64] tanh actor and critic, one torch thread), one
-after the other in fresh processes of this run, on this machine. It prints each run's
-whole-loop frames/s (frames / wall seconds of the training call) and the wall seconds at
-which the mean return of the last 20 training episodes first reached 475, then the ratio.
+after the other in fresh processes of this run, on this machine, in pairs (one run of each,
+back to back, the order alternating). It prints each run's whole-loop frames/s (frames / wall
+seconds of the training call) and the wall seconds at which the mean return of the last 20
+training episodes first reached 475, then the median frames/s of each and their ratio.
 
 Stable-Baselines3 is not a dependency of the project: when it cannot be imported, it is
 installed with ``pip install --target`` into a throwaway folder under the temp dir, without
@@ -13,7 +14,7 @@ its dependencies (so no other torch is pulled); the few it needs beyond rl-core'
 (cloudpickle, pandas, matplotlib) are installed there too when missing.
 
     python benchmarks/pg_speed_vs_sb3.py
-    python benchmarks/pg_speed_vs_sb3.py --frames 200000 --seeds 0 1 --repeats 1
+    python benchmarks/pg_speed_vs_sb3.py --frames 150000 --seeds 0 1 2 --repeats 2
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import argparse
 import concurrent.futures
 import importlib.util
 import multiprocessing
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pg_learning import EpisodeRecorder
+from pg_learning import EpisodeRecorder, train_recorded
 
 THRESHOLD = 475.0
 SB3_DIR = Path(tempfile.gettempdir()) / "rlcore-bench-sb3"
@@ -68,7 +70,6 @@ def run_rlcore(seed: int, frames: int) -> dict[str, Any]:
     import torch
 
     torch.set_num_threads(1)
-    import rlcore
 
     h = HYPER
     overrides = [
@@ -92,19 +93,8 @@ def run_rlcore(seed: int, frames: int) -> dict[str, Any]:
         f"trainer.clip_norm={h['max_grad_norm']}",
         f"trainer.total_frames={frames}",
         f"trainer.seed={seed}",
-        "trainer.progress_bar=false",
-        "trainer.save_trainer_interval=1000000000",
-        "loggers.csv=null",
-        "loggers.console=null",
     ]
-    with tempfile.TemporaryDirectory() as run_dir:
-        config = rlcore.load_config(overrides=overrides)
-        trainer = rlcore.build_trainer(config, run_dir=run_dir)
-        recorder = EpisodeRecorder()
-        trainer.register_plugin(recorder, "benchmark.recorder")
-        start = time.perf_counter()
-        trainer.train()
-        seconds = time.perf_counter() - start
+    trainer, recorder, seconds = train_recorded(overrides)
     return _result("rl-core", seed, trainer.collected_frames, seconds, recorder)
 
 
@@ -175,6 +165,10 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frames", type=int, default=200_000, help="frames per run")
@@ -182,8 +176,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=1, help="runs of each framework per seed")
     args = parser.parse_args(argv)
     ensure_sb3()
-    runners = [run_rlcore, run_sb3]
-    jobs = [(fn, seed) for seed in args.seeds for _ in range(args.repeats) for fn in runners]
+    # pairs run back to back, in alternating order, so that a slow spell of a shared machine hits both
+    jobs = [
+        (fn, seed)
+        for seed in args.seeds
+        for repeat in range(args.repeats)
+        for fn in ([run_rlcore, run_sb3] if (seed + repeat) % 2 == 0 else [run_sb3, run_rlcore])
+    ]
     rows = []
     context = multiprocessing.get_context("spawn")
     for fn, seed in jobs:  # one at a time, each in a fresh process
@@ -197,9 +196,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {r['name']} | {r['seed']} | {r['frames']} | {r['seconds']:.1f} | {r['fps']:.0f} | {reached} | {r['final']:.1f} |")
     ours = [r for r in rows if r["name"] == "rl-core"]
     theirs = [r for r in rows if r["name"] == "Stable-Baselines3"]
-    fps_ours, fps_theirs = _mean([r["fps"] for r in ours]), _mean([r["fps"] for r in theirs])
+    fps_ours, fps_theirs = _median([r["fps"] for r in ours]), _median([r["fps"] for r in theirs])
+    pair_ratios = [a["fps"] / b["fps"] for a, b in zip(ours, theirs, strict=True)]
     print()
-    print(f"rl-core PPO: {fps_ours:.0f} frames/s; Stable-Baselines3 PPO: {fps_theirs:.0f} frames/s; ratio {fps_ours / fps_theirs:.2f}x")
+    print(f"rl-core PPO: {fps_ours:.0f} frames/s; Stable-Baselines3 PPO: {fps_theirs:.0f} frames/s (medians of {len(ours)} runs)")
+    print(f"ratio of medians {fps_ours / fps_theirs:.2f}x; per pair {', '.join(f'{r:.2f}' for r in pair_ratios)}; median {_median(pair_ratios):.2f}x")
     for seed in args.seeds:
         a = [r["to_threshold"] for r in ours if r["seed"] == seed and r["to_threshold"] is not None]
         b = [r["to_threshold"] for r in theirs if r["seed"] == seed and r["to_threshold"] is not None]

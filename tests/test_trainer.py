@@ -316,3 +316,22 @@ def test_envs_that_cannot_be_saved_resume_with_fresh_episodes(toy_pm, tmp_path):
         resumed.load_from_file()
     resumed.train()
     assert resumed.collected_frames == 128
+
+
+@pytest.mark.parametrize("max_norm", [1e-3, 1e3])
+def test_clip_grad_norm_matches_torch(max_norm):
+    from rlcore._trainer import clip_grad_norm
+
+    torch.manual_seed(0)
+    ours = [torch.nn.Parameter(torch.randn(shape)) for shape in [(2, 4, 8), (8,), (3, 8), (1,)]]
+    theirs = [torch.nn.Parameter(p.detach().clone()) for p in ours]
+    for a, b in zip(ours, theirs, strict=True):
+        a.grad = torch.randn_like(a)
+        b.grad = a.grad.clone()
+    ours[-1].grad = theirs[-1].grad = None  # a parameter without gradient is left out
+    norm = clip_grad_norm(ours, max_norm)
+    expected = torch.nn.utils.clip_grad_norm_(theirs, max_norm)
+    torch.testing.assert_close(norm, expected)
+    for a, b in zip(ours[:-1], theirs[:-1], strict=True):
+        torch.testing.assert_close(a.grad, b.grad)
+    assert (norm > max_norm) == (max_norm == 1e-3)

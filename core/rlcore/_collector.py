@@ -13,8 +13,11 @@ from tensordict.nn import InteractionType, set_interaction_type
 
 
 def _to_tensor(array: Any, device: torch.device) -> torch.Tensor:
-    tensor = torch.as_tensor(array, device=device)
-    return tensor.float() if tensor.is_floating_point() else tensor
+    """A tensor on ``device`` sharing ``array``'s memory where it can; floating point becomes float32."""
+    tensor = torch.from_numpy(array) if isinstance(array, np.ndarray) else torch.as_tensor(array)
+    if tensor.dtype != torch.float32 and tensor.is_floating_point():
+        tensor = tensor.float()
+    return tensor if device.type == "cpu" else tensor.to(device)
 
 
 class Collector:
@@ -75,17 +78,22 @@ class Collector:
 
     @torch.no_grad()
     def collect(self) -> TensorDict:
-        """Step every env ``steps_per_batch`` times and return the batch ``[envs, time]``."""
+        """Step every env ``steps_per_batch`` times and return the batch ``[envs, time]``.
+
+        The steps run in ``torch.inference_mode`` (the cheapest mode for small tensors); the
+        batch is stacked after it, so that its tensors are ordinary ones, free to use in autograd.
+        """
         if self._obs is None:
             self.reset()
         env, device, n = self.env, self.device, self.num_envs
+        batch_size = torch.Size([n])
         columns: dict[str, list[torch.Tensor]] = {}
         next_obs_list, rewards, terminateds, truncateds = [], [], [], []
         returns: list[np.ndarray] = []
         lengths: list[np.ndarray] = []
-        with set_interaction_type(InteractionType.RANDOM):
+        with torch.inference_mode(), set_interaction_type(InteractionType.RANDOM):
             for _ in range(self.steps_per_batch):
-                step = self.policy(TensorDict({"observation": self._obs}, batch_size=[n], device=device))
+                step = self.policy(TensorDict({"observation": self._obs}, batch_size=batch_size, device=device))
                 for key, value in step.items():
                     columns.setdefault(key, []).append(value)
                 obs, reward, terminated, truncated, info = env.step(step["action"].cpu().numpy())
@@ -131,7 +139,7 @@ class Collector:
         from ._envs import vector_env_state
 
         return {
-            "observation": self._obs,
+            "observation": None if self._obs is None else self._obs.clone(),  # not an inference tensor
             "episode_return": torch.from_numpy(self._episode_return.copy()),
             "episode_length": torch.from_numpy(self._episode_length.copy()),
             "envs": vector_env_state(self.env) if self._obs is not None else None,
@@ -187,7 +195,7 @@ def evaluate(
     lengths: list[int] = []
     mode = InteractionType.DETERMINISTIC if deterministic else InteractionType.RANDOM
     recording = video is not None
-    with set_interaction_type(mode):
+    with torch.inference_mode(), set_interaction_type(mode):
         while len(returns) < episodes:
             if recording:
                 video.append(env.render()[0])

@@ -118,13 +118,14 @@ class _Core:
         if optimizer is None:
             return None
         loss = sum(value for key, value in losses.items() if key.startswith("loss"))
-        optimizer.zero_grad(set_to_none=True)
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        for param in params:  # optimizer.zero_grad(set_to_none=True), without its per-call overhead
+            param.grad = None
         loss.backward()
         stats: dict[str, Any] = {}
         if trainer.clip_norm is not None:
-            params = trainer._clip_params()
             if trainer.clip_grad_norm:
-                stats["grad_norm"] = nn.utils.clip_grad_norm_(params, trainer.clip_norm)
+                stats["grad_norm"] = clip_grad_norm(params, trainer.clip_norm)
             else:
                 nn.utils.clip_grad_value_(params, trainer.clip_norm)
         optimizer.step()
@@ -233,11 +234,9 @@ class Trainer:
         self._last_save = 0
         self._stop = False
         self._stop_optim = False
-        self._step_stats: dict[str, torch.Tensor] = {}
-        self._step_count = 0
+        self._step_stats: dict[str, list[Any]] = {}
         self._pbar: Any = None
         self._pbar_values: dict[str, float] = {}
-        self._params: list[torch.Tensor] | None = None
 
         self.register_plugin(_Core(), "rlcore.trainer")
         if any(self.plugin_manager.parse_hookimpl_opts(loss_module, n) for n in dir(type(loss_module))):
@@ -335,33 +334,24 @@ class Trainer:
                 self.log(result, log_pbar=pbar)
 
     def _accumulate(self, losses: Mapping[str, Any], stats: Mapping[str, Any] | None) -> None:
-        with torch.no_grad():
-            for key, value in losses.items():
-                if isinstance(value, torch.Tensor) and value.numel() == 1:
-                    name = f"loss/{key[5:]}" if key.startswith("loss_") else f"train/{key}"
-                    self._add_stat(name, value.detach())
-            for key, value in (stats or {}).items():
-                self._add_stat(f"optim/{key}", value.detach() if isinstance(value, torch.Tensor) else value)
-        self._step_count += 1
-
-    def _add_stat(self, name: str, value: Any) -> None:
-        previous = self._step_stats.get(name)
-        self._step_stats[name] = value if previous is None else previous + value
+        """Keep this step's scalar losses and optimizer stats; :meth:`_pop_step_stats` averages them."""
+        kept = self._step_stats
+        for key, value in losses.items():
+            if isinstance(value, torch.Tensor) and value.numel() == 1:
+                name = f"loss/{key[5:]}" if key.startswith("loss_") else f"train/{key}"
+                kept.setdefault(name, []).append(value.detach())
+        for key, value in (stats or {}).items():
+            kept.setdefault(f"optim/{key}", []).append(value.detach() if isinstance(value, torch.Tensor) else value)
 
     def _pop_step_stats(self) -> dict[str, float]:
-        count, stats = self._step_count, self._step_stats
-        self._step_stats, self._step_count = {}, 0
-        if not count:
+        """The mean of each stat kept since the last call (one ``.tolist()``: one device sync)."""
+        kept, self._step_stats = self._step_stats, {}
+        if not kept:
             return {}
-        names = list(stats)
-        values = torch.stack([torch.as_tensor(stats[n], dtype=torch.float32).reshape(()).cpu() for n in names]) / count
-        return dict(zip(names, values.tolist()))
-
-    def _clip_params(self) -> list[torch.Tensor]:
-        if self._params is None:
-            assert self.optimizer is not None
-            self._params = [p for group in self.optimizer.param_groups for p in group["params"]]
-        return self._params
+        means = [
+            torch.stack([torch.as_tensor(v, dtype=torch.float32).reshape(()) for v in values]).mean() for values in kept.values()
+        ]
+        return dict(zip(kept, torch.stack(means).cpu().tolist(), strict=True))
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
@@ -499,6 +489,28 @@ class Trainer:
         self._pbar.update(min(self.collected_frames, self.total_frames) - self._pbar.n)
         if self._pbar_values:
             self._pbar.set_postfix({k.split("/")[-1]: f"{v:.4g}" for k, v in self._pbar_values.items()}, refresh=False)
+
+
+def clip_grad_norm(params: Iterable[torch.Tensor], max_norm: float) -> torch.Tensor:
+    """Scale the gradients of ``params`` so that their global 2-norm is at most ``max_norm``.
+
+    ``nn.utils.clip_grad_norm_``'s math, with torch's multi-tensor kernels for gradients on one
+    device: torch's own function uses them on GPU only and loops over tensors in Python on CPU,
+    which, for the small networks of RL, costs more than the backward pass of some layers.
+
+    :param params: the parameters whose ``.grad`` to scale.
+    :param max_norm: the largest global norm.
+    :return: the global norm before clipping.
+    """
+    params = list(params)
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return torch.zeros(())
+    if len({g.device for g in grads}) > 1:
+        return nn.utils.clip_grad_norm_(params, max_norm)
+    norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+    torch._foreach_mul_(grads, torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+    return norm
 
 
 def _scalar(key: str, value: Any) -> float | None:

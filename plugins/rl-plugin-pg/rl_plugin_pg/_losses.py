@@ -127,6 +127,8 @@ class PolicyGradientLoss(nn.Module):
             ``entropy``, ``kl_approx`` and ``clip_fraction`` to log.
         """
         log_prob, entropy, value = self.policy.evaluate(batch["observation"], batch[self.policy.action_key])
+        if not self.entropy_coef:  # a bonus of weight 0 is only logged: no gradient to carry back
+            entropy = entropy.detach()
         advantage = batch["advantage"].squeeze(-1)
         if self.normalize_advantage and advantage.numel() > 1:
             std, mean = torch.std_mean(advantage)

@@ -51,10 +51,10 @@ def sampling() -> bool:
 class Trunks(nn.Module):
     """The hidden layers of the actor and the critic: one MLP they share, or one each.
 
-    Separate trunks are two MLPs of the same shape whose weights are stacked, so that each
-    layer of both is one batched matrix product (``[2, in, out]`` weights). The math, and so
-    the learning, is that of two independent MLPs; a collection step, small as it is, costs
-    about half as many kernels, and the optimizer sees half as many parameter tensors.
+    Separate trunks are two MLPs of the same shape whose weights are stacked (``[2, in, out]``),
+    so that where both run, on the loss's minibatches, each layer of both is one batched matrix
+    product; acting and valuing run only the trunk they need (:meth:`one`). The math, and so
+    the learning, is that of two independent MLPs; the optimizer sees half as many tensors.
     Initialisation is CleanRL's: orthogonal with gain ``sqrt(2)``, zero biases.
 
     :param in_dim: input features.
@@ -88,7 +88,19 @@ class Trunks(nn.Module):
         params = self._parameters
         for weight, bias in self.layers:
             h = self.activation(torch.baddbmm(params[bias], h, params[weight]))
-        return h[0].reshape(*lead, self.out_dim), h[-1].reshape(*lead, self.out_dim)
+        actor, critic = h.unbind(0) if self.copies == 2 else (h[0], h[0])
+        if len(lead) != 1:
+            actor, critic = actor.reshape(*lead, self.out_dim), critic.reshape(*lead, self.out_dim)
+        return actor, critic
+
+    def one(self, x: torch.Tensor, copy: int) -> torch.Tensor:
+        """Features ``[..., out_dim]`` of one trunk only: ``copy`` 0 is the actor's, -1 the critic's."""
+        lead = x.shape[:-1]
+        h = x if len(lead) == 1 else x.reshape(-1, x.shape[-1])
+        params = self._parameters
+        for weight, bias in self.layers:
+            h = self.activation(torch.addmm(params[bias][copy], h, params[weight][copy]))
+        return h if len(lead) == 1 else h.reshape(*lead, self.out_dim)
 
 
 def _head(in_dim: int, out_dim: int, gain: float) -> nn.Linear:
@@ -159,16 +171,16 @@ class ActorCritic(TensorDictModuleBase):
 
     def actor(self, obs: torch.Tensor) -> torch.Tensor:
         """Actor output (logits or Gaussian mean) of observations ``[..., *obs_shape]``."""
-        return self.actor_head.forward(self.trunks.forward(self._flat(obs))[0])
+        return self.actor_head.forward(self.trunks.one(self._flat(obs), 0))
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """State values ``[..., 1]`` of observations ``[..., *obs_shape]``."""
-        return self.critic_head.forward(self.trunks.forward(self._flat(obs))[1])
+        return self.critic_head.forward(self.trunks.one(self._flat(obs), -1))
 
     def _flat(self, obs: torch.Tensor) -> torch.Tensor:
         if self.obs_ndim != 1:
             obs = obs.flatten(-self.obs_ndim) if self.obs_ndim else obs.unsqueeze(-1)
-        return obs.float()
+        return obs if obs.dtype == torch.float32 else obs.float()
 
     # ------------------------------------------------------------------ acting
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -177,10 +189,9 @@ class ActorCritic(TensorDictModuleBase):
         random = sampling()
         if self.discrete:
             log_probs = torch.log_softmax(out, -1)
-            if random:  # inverse-CDF sampling: cheaper than torch.multinomial on small batches
-                cdf = log_probs.exp().cumsum(-1)
-                u = torch.rand_like(cdf[..., :1])
-                action = torch.searchsorted(cdf, u, right=True).clamp_(max=out.shape[-1] - 1)  # cdf[-1] may round below 1
+            if random:  # Gumbel-max: argmax(log p - log E), E ~ Exp(1); cheaper than torch.multinomial on small batches
+                noise = torch.empty_like(log_probs).exponential_().log_()
+                action = (log_probs - noise).argmax(-1, keepdim=True)
             else:
                 action = out.argmax(-1, keepdim=True)
             tensordict.set("sample_log_prob", log_probs.gather(-1, action).squeeze(-1))

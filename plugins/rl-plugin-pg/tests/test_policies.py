@@ -20,6 +20,8 @@ def _act(policy, obs, mode):
 def test_categorical_samples_and_mode():
     torch.manual_seed(0)
     policy = make_actor_critic(spaces.Box(-1, 1, (3,)), spaces.Discrete(3), hidden_sizes=[16])
+    with torch.no_grad():
+        policy.actor_head.bias.copy_(torch.tensor([1.5, 0.0, -1.0]))  # far from uniform
     obs = torch.randn(1, 3).expand(6000, 3)
     out = _act(policy, obs, InteractionType.RANDOM)
     assert out["action"].shape == (6000,) and out["action"].dtype == torch.long
@@ -33,6 +35,16 @@ def test_categorical_samples_and_mode():
     deterministic = _act(policy, obs[:5], InteractionType.DETERMINISTIC)
     assert (deterministic["action"] == probs.argmax()).all()
     assert torch.equal(_act(policy, obs[:5], InteractionType.MODE)["action"], deterministic["action"])
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_actor_and_value_alone_match_both_heads(shared):
+    policy = make_actor_critic(spaces.Box(-1, 1, (2, 3)), spaces.Discrete(4), hidden_sizes=[8, 8], shared_trunk=shared)
+    obs = torch.randn(5, 7, 2, 3)
+    actor, value = policy.heads(obs)
+    assert actor.shape == (5, 7, 4) and value.shape == (5, 7, 1)
+    torch.testing.assert_close(policy.actor(obs), actor)
+    torch.testing.assert_close(policy.value(obs), value)
 
 
 def test_categorical_evaluate_matches_torch_distributions():
