@@ -40,7 +40,7 @@ def run(frames: int, plugins: int, seed: int) -> float:
     config = {
         "algo": {"name": "ppo"},
         "trainer": {"total_frames": frames, "seed": seed, "progress_bar": False, "save_trainer_interval": 10**12},
-        "loggers": {"csv": {}},
+        "loggers": {"csv": {}, "console": None},
     }
     with tempfile.TemporaryDirectory() as run_dir:
         trainer = rlcore.build_trainer(config, run_dir=run_dir, plugin_manager=pm)
