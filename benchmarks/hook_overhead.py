@@ -51,8 +51,8 @@ def run(frames: int, plugins: int, seed: int) -> float:
         return time.perf_counter() - start
 
 
-def dispatch_cost(plugins: int, calls: int = 20000) -> float:
-    """Seconds per batch spent in hook dispatch alone, for PPO's defaults (4 epochs x 4 minibatches)."""
+def dispatch_cost(plugins: int, steps: int, calls: int = 20000) -> float:
+    """Seconds per batch spent in hook dispatch alone, for a batch of ``steps`` optimisation steps."""
     from tensordict import TensorDict
 
     pm = rlcore.PluginManager(discover=False)
@@ -67,7 +67,7 @@ def dispatch_cost(plugins: int, calls: int = 20000) -> float:
     for _ in range(calls):
         pm.call_chain("rl_process_optim_batch", "batch", trainer=trainer, batch=batch)
     data = (time.perf_counter() - start) / calls
-    steps = 16  # per batch: 1 + steps data-hook calls, 4 + 4 x steps other hook calls
+    # per batch: 1 + steps data-hook calls, 4 + 4 x steps other hook calls
     return data * (1 + steps) + operation * (4 + 4 * steps)
 
 
@@ -88,8 +88,10 @@ def main() -> None:
     print(f"| no plugins (peer) | {base:.3f} | {args.frames / base:.0f} |")
     print(f"| 10 no-op plugins on all {len(LOOP_HOOKS) + 2} hooks | {loaded:.3f} | {args.frames / loaded:.0f} |")
     print(f"\noverhead ratio: {loaded / base:.4f} ({(loaded / base - 1) * 100:+.2f}% loop time; target < +2%)")
-    per_batch = base / (args.frames / 512)
-    extra = dispatch_cost(10) - dispatch_cost(0)
+    config = rlcore.load_config(algo={"name": "ppo"})  # the run's batch: PPO's defaults
+    steps = config["algo"]["epochs"] * config["algo"]["minibatches"]
+    per_batch = base / (args.frames / config["collector"]["frames_per_batch"])
+    extra = dispatch_cost(10, steps) - dispatch_cost(0, steps)
     print(f"dispatch alone: {extra * 1e6:.0f} us more per batch with 10 plugins, {extra / per_batch * 100:.2f}% of a batch's {per_batch * 1000:.0f} ms")
 
 

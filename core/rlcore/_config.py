@@ -184,9 +184,10 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: Any) -> dict[str, An
     if not isinstance(name, str):
         raise ConfigError(f"algo.name: expected a string, got {name!r}")
     algorithm = plugin_manager.factory("algorithms", name, key="algo.name")
-    env_id = user.get("env", {}).get("id") or algorithm.defaults.get("env", {}).get("id") or KERNEL_DEFAULTS["env"]["id"]
     defaults = {"checkpoint": {"backend": os.environ.get("CKPT_BACKEND", "torch")}}
-    defaults = merge(merge(merge(KERNEL_DEFAULTS, defaults), algorithm.defaults), algorithm.presets.get(env_id, {}))
+    defaults = merge(merge(KERNEL_DEFAULTS, defaults), algorithm.defaults)
+    env_id = user.get("env", {}).get("id") or defaults["env"]["id"]
+    defaults = merge(defaults, algorithm.presets.get(env_id, {}))
     defaults["algo"]["name"] = name
     config = merge(defaults, user)
     for section in SECTIONS:
