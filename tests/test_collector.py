@@ -57,6 +57,31 @@ def test_termination_and_episode_statistics():
     assert np.array_equal(returns, lengths.astype(float))  # CartPole pays 1 per step
 
 
+def test_episodes_spanning_batches_are_counted_whole_in_the_order_they_end():
+    """Returns and lengths carry over batch boundaries; rewards that vary (Pendulum) are summed exactly."""
+    env = make_vector_env("Pendulum-v1", 2, kwargs={"max_episode_steps": 7})
+    push = TensorDictModule(lambda obs: obs[:, :1].sign() * 2.0, ["observation"], ["action"])
+    collector = rlcore.Collector(env, push, frames_per_batch=2 * 5)
+    collector.set_seed(0)
+    batches, returns, lengths = [], [], []
+    for _ in range(4):
+        batches.append(collector.collect())
+        returns += collector.finished_episodes[0].tolist()
+        lengths += collector.finished_episodes[1].tolist()
+    rewards = torch.cat([b["next", "reward"][..., 0] for b in batches], dim=1).double()  # [envs, 20]
+    ends = torch.cat([b["next", "done"][..., 0] for b in batches], dim=1)
+    expected = []  # (end step, env, return, length) of every episode that ended
+    for env_index in range(2):
+        start = 0
+        for t in ends[env_index].nonzero().flatten().tolist():
+            expected.append((t, env_index, float(rewards[env_index, start : t + 1].sum()), t + 1 - start))
+            start = t + 1
+    expected.sort()
+    assert len(expected) == 4  # steps 6 and 13 of both envs: both episodes straddle a batch boundary
+    assert lengths == [length for *_, length in expected] == [7] * 4
+    assert returns == pytest.approx([ret for _, _, ret, _ in expected], rel=1e-5)
+
+
 def test_seeding_reproduces_batches():
     def run():
         collector = rlcore.Collector(make_vector_env("CartPole-v1", 2), constant_policy(1), 40)

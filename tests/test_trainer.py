@@ -243,8 +243,7 @@ def test_same_seed_same_run(toy_pm, tmp_path):
     assert all(torch.equal(a, b) for a, b in zip(*runs))
 
 
-def test_trainer_without_build_trainer(tmp_path):
-    """`pip install rl-core` alone: the user's own loss module on the embedded defaults."""
+def _trainer_of_own_loss(tmp_path: Path, loss_key: str) -> rlcore.Trainer:
     import gymnasium as gym
     from tensordict import TensorDict
     from tensordict.nn import TensorDictModule
@@ -259,11 +258,11 @@ def test_trainer_without_build_trainer(tmp_path):
             self.net, self.policy = net, policy
 
         def forward(self, batch):
-            return TensorDict({"loss_value": self.net(batch["observation"]).pow(2).mean()}, [])
+            return TensorDict({loss_key: self.net(batch["observation"]).pow(2).mean()}, [])
 
     loss = Loss()
     pm = rlcore.PluginManager(discover=False)
-    trainer = rlcore.Trainer(
+    return rlcore.Trainer(
         collector=rlcore.Collector(env, policy, 32),
         loss_module=loss,
         optimizer=torch.optim.SGD(loss.parameters(), lr=0.1),
@@ -274,9 +273,20 @@ def test_trainer_without_build_trainer(tmp_path):
         plugin_manager=pm,
         progress_bar=False,
     )
+
+
+def test_trainer_without_build_trainer(tmp_path):
+    """`pip install rl-core` alone: the user's own loss module on the embedded defaults."""
+    trainer = _trainer_of_own_loss(tmp_path, "loss_value")
     trainer.train()
     assert [r["frames"] for r in metrics(tmp_path) if r["name"] == "loss/value"] == ["32", "64", "96"]
     assert "optim/grad_norm" in {r["name"] for r in metrics(tmp_path)}
+
+
+def test_a_loss_module_without_loss_entries_is_named_in_the_error(tmp_path):
+    trainer = _trainer_of_own_loss(tmp_path, "value")
+    with pytest.raises(ValueError, match=r"no 'loss\*' entry to optimise \(got value\)"):
+        trainer.train()
 
 
 def test_generate_exp_name_is_unique_and_sorts_by_time():

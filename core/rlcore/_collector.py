@@ -88,38 +88,31 @@ class Collector:
         env, device, n = self.env, self.device, self.num_envs
         batch_size = torch.Size([n])
         columns: dict[str, list[torch.Tensor]] = {}
-        next_obs_list, rewards, terminateds, truncateds = [], [], [], []
-        returns: list[np.ndarray] = []
-        lengths: list[np.ndarray] = []
+        next_obs_list, rewards, raw_rewards, terminateds, truncateds = [], [], [], [], []
         with torch.inference_mode(), set_interaction_type(InteractionType.RANDOM):
             for _ in range(self.steps_per_batch):
-                step = self.policy(TensorDict({"observation": self._obs}, batch_size=batch_size, device=device))
+                # the observation is on ``device`` already: nothing to move, nothing to wait for
+                observation = TensorDict({"observation": self._obs}, batch_size=batch_size, device=device, non_blocking=False)
+                step = self.policy(observation)
                 for key, value in step.items():
                     columns.setdefault(key, []).append(value)
                 obs, reward, terminated, truncated, info = env.step(step["action"].cpu().numpy())
-                done = terminated | truncated
-                self._episode_return += info.get("raw_reward", reward)
-                self._episode_length += 1
                 self._obs = _to_tensor(obs, device)
-                if done.any():
+                if "final_obs" in info:  # an episode ended (SAME_STEP autoreset): obs holds the reset observation
+                    done = terminated | truncated
                     next_obs = obs.copy()
                     next_obs[done] = np.stack(info["final_obs"][done])
                     next_obs_list.append(_to_tensor(next_obs, device))
-                    returns.append(self._episode_return[done].copy())
-                    lengths.append(self._episode_length[done].copy())
-                    self._episode_return[done] = 0
-                    self._episode_length[done] = 0
                 else:
                     next_obs_list.append(self._obs)
                 rewards.append(reward)
+                raw_rewards.append(info.get("raw_reward", reward))
                 terminateds.append(terminated)
                 truncateds.append(truncated)
-        self.finished_episodes = (
-            np.concatenate(returns) if returns else np.empty(0),
-            np.concatenate(lengths) if lengths else np.empty(0, dtype=np.int64),
-        )
-        terminated_t = torch.as_tensor(np.stack(terminateds, axis=1), device=device).unsqueeze(-1)
-        truncated_t = torch.as_tensor(np.stack(truncateds, axis=1), device=device).unsqueeze(-1)
+        terminated_np, truncated_np = np.stack(terminateds, axis=1), np.stack(truncateds, axis=1)
+        self._count_episodes(np.stack(raw_rewards, axis=1), terminated_np | truncated_np)
+        terminated_t = torch.as_tensor(terminated_np, device=device).unsqueeze(-1)
+        truncated_t = torch.as_tensor(truncated_np, device=device).unsqueeze(-1)
         batch = {key: torch.stack(values, dim=1) for key, values in columns.items()}
         batch["next"] = {
             "observation": torch.stack(next_obs_list, dim=1),
@@ -129,6 +122,22 @@ class Collector:
             "done": terminated_t | truncated_t,
         }
         return TensorDict(batch, batch_size=[n, self.steps_per_batch], device=device)
+
+    def _count_episodes(self, raw_reward: np.ndarray, done: np.ndarray) -> None:
+        """Set :attr:`finished_episodes` from a batch's unscaled rewards and episode ends ``[envs, time]``.
+
+        Episodes are listed in the order they ended; running ones carry their return and length over to the next batch.
+        """
+        returns, lengths = [], []
+        start = np.zeros(self.num_envs, dtype=np.int64)  # where each env's running episode began in this batch
+        for t, env in zip(*np.nonzero(done.T), strict=True):
+            returns.append(self._episode_return[env] + raw_reward[env, start[env] : t + 1].sum())
+            lengths.append(self._episode_length[env] + t + 1 - start[env])
+            self._episode_return[env], self._episode_length[env], start[env] = 0, 0, t + 1
+        steps = done.shape[1]
+        self._episode_return += [raw_reward[env, start[env] :].sum() for env in range(self.num_envs)]
+        self._episode_length += steps - start
+        self.finished_episodes = (np.array(returns, dtype=np.float64), np.array(lengths, dtype=np.int64))
 
     def state_dict(self) -> dict[str, Any]:
         """Where collection stands: current observations, running episodes, and the envs' own state.

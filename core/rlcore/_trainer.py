@@ -117,7 +117,10 @@ class _Core:
         optimizer = trainer.optimizer
         if optimizer is None:
             return None
-        loss = sum(value for key, value in losses.items() if key.startswith("loss"))
+        terms = [value for key, value in losses.items() if key.startswith("loss")]
+        if not terms:
+            raise ValueError(f"the loss module returned no 'loss*' entry to optimise (got {', '.join(losses.keys())})")
+        loss = sum(terms[1:], terms[0])
         params = [p for group in optimizer.param_groups for p in group["params"]]
         for param in params:  # optimizer.zero_grad(set_to_none=True), without its per-call overhead
             param.grad = None

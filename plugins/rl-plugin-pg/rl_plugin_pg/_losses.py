@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from rlcore import hookimpl
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
@@ -114,8 +115,7 @@ class PolicyGradientLoss(nn.Module):
         # adaptive state lives in buffers so that checkpoints carry it
         self.register_buffer("kl_coef", torch.tensor(float(kl_penalty)))
         self._batch: TensorDictBase | None = None
-        self._shuffled: TensorDictBase | None = None
-        self._bounds: list[int] = []
+        self._minibatches: list[TensorDict] = []
 
     # ------------------------------------------------------------------ the losses
     def forward(self, batch: TensorDictBase) -> TensorDict:
@@ -148,16 +148,16 @@ class PolicyGradientLoss(nn.Module):
 
         target = batch["value_target"]
         if self.value_clip_range is None:
-            value_error = (value - target).pow(2)
+            value_mse = F.mse_loss(value, target)
         else:
             old = batch["state_value"]
             value_clipped = old + (value - old).clamp(-self.value_clip_range, self.value_clip_range)
-            value_error = torch.max((value - target).pow(2), (value_clipped - target).pow(2))
+            value_mse = torch.max((value - target).pow(2), (value_clipped - target).pow(2)).mean()
 
         entropy = entropy.mean()
         losses = {
             "loss_policy": loss_policy,
-            "loss_value": self.value_coef * value_error.mean(),
+            "loss_value": self.value_coef * value_mse,
             "loss_entropy": -self.entropy_coef * entropy,
         }
         if self.objective == "kl":
@@ -197,11 +197,17 @@ class PolicyGradientLoss(nn.Module):
         if self.minibatches == 1:
             return batch
         step = trainer.optim_step_in_batch % self.minibatches
-        if step == 0:  # a new epoch: shuffle the rows the loss reads once, then take slices (views)
+        if step == 0:  # a new epoch: shuffle the columns the loss reads, cut them into the epoch's minibatches
+            rows, device = batch.shape[0], batch.device
+            sizes = [rows // self.minibatches + (i < rows % self.minibatches) for i in range(self.minibatches)]
+            order = torch.randperm(rows, device=device)
             keys = ["observation", self.policy.action_key, "sample_log_prob", "state_value", "advantage", "value_target"]
-            self._shuffled = batch.select(*keys)[torch.randperm(batch.shape[0], device=batch.device)]
-            self._bounds = torch.linspace(0, batch.shape[0], self.minibatches + 1).round().long().tolist()
-        return self._shuffled[self._bounds[step] : self._bounds[step + 1]]
+            columns = {key: batch.get(key).index_select(0, order).split(sizes) for key in keys}
+            self._minibatches = [
+                TensorDict({key: parts[i] for key, parts in columns.items()}, batch_size=[size], device=device, non_blocking=False)
+                for i, size in enumerate(sizes)
+            ]
+        return self._minibatches[step]
 
     def apply_schedule(self, progress: float) -> None:
         """Set each scheduled coefficient to its value at ``progress`` (0 at the start, 1 at ``total_frames``)."""

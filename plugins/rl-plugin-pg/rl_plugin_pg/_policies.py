@@ -48,75 +48,52 @@ def sampling() -> bool:
     return interaction_type() == InteractionType.RANDOM
 
 
-class Trunks(nn.Module):
-    """The hidden layers of the actor and the critic: one MLP they share, or one each.
+class MLP(nn.Module):
+    """Affine layers ``h @ W + b`` with the activation after each one (the last one too, unless it is an output layer).
 
-    Separate trunks are two MLPs of the same shape whose weights are stacked (``[2, in, out]``),
-    so that where both run, on the loss's minibatches, each layer of both is one batched matrix
-    product; acting and valuing run only the trunk they need (:meth:`one`). The math, and so
-    the learning, is that of two independent MLPs; the optimizer sees half as many tensors.
-    Initialisation is CleanRL's: orthogonal with gain ``sqrt(2)``, zero biases.
+    Weights are stored ``[in, out]``, so that each layer is one ``torch.addmm``. Initialisation is
+    CleanRL's: orthogonal with gain ``sqrt(2)`` (``out_gain`` for an output layer), zero biases.
 
-    :param in_dim: input features.
-    :param hidden_sizes: width of each hidden layer (none: the features are the input).
+    :param sizes: widths from the input to the last layer, ``[4, 64, 64, 2]``; one width only: the identity.
     :param activation: a name of :data:`ACTIVATIONS`.
-    :param shared: one trunk for both heads.
+    :param out_gain: the last layer is an output layer, not activated, initialised with this gain.
     """
 
-    def __init__(self, in_dim: int, hidden_sizes: Sequence[int], activation: str, shared: bool) -> None:
+    def __init__(self, sizes: Sequence[int], activation: str, out_gain: float | None = None) -> None:
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {activation!r}; valid choices: {', '.join(ACTIVATIONS)}")
         self.activation = ACTIVATIONS[activation]
-        self.copies = 1 if shared else 2
-        self.out_dim = hidden_sizes[-1] if hidden_sizes else in_dim
+        self.out_dim = sizes[-1]
         #: parameter names of each layer (plain attributes: iterating a ParameterList costs more than the layer)
-        self.layers = [(f"weight{i}", f"bias{i}") for i in range(len(hidden_sizes))]
-        width = in_dim
-        for (weight_name, bias_name), size in zip(self.layers, hidden_sizes):
-            weight = torch.empty(self.copies, width, size)
-            for copy in weight:
-                nn.init.orthogonal_(copy, math.sqrt(2))
-            self.register_parameter(weight_name, nn.Parameter(weight))
-            self.register_parameter(bias_name, nn.Parameter(torch.zeros(self.copies, 1, size)))
-            width = size
+        self.layers = [(f"weight{i}", f"bias{i}") for i in range(len(sizes) - 1)]
+        self.activated = len(self.layers) - (out_gain is not None)
+        for i, (weight_name, bias_name) in enumerate(self.layers):
+            weight = torch.empty(sizes[i + 1], sizes[i])
+            nn.init.orthogonal_(weight, math.sqrt(2) if i < self.activated else out_gain)
+            self.register_parameter(weight_name, nn.Parameter(weight.t().contiguous()))
+            self.register_parameter(bias_name, nn.Parameter(torch.zeros(sizes[i + 1])))
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Features ``[..., out_dim]`` of the actor and of the critic (the same tensor when shared)."""
-        lead = x.shape[:-1]
-        h = x.reshape(1, -1, x.shape[-1]).expand(self.copies, -1, -1)
-        params = self._parameters
-        for weight, bias in self.layers:
-            h = self.activation(torch.baddbmm(params[bias], h, params[weight]))
-        actor, critic = h.unbind(0) if self.copies == 2 else (h[0], h[0])
-        if len(lead) != 1:
-            actor, critic = actor.reshape(*lead, self.out_dim), critic.reshape(*lead, self.out_dim)
-        return actor, critic
-
-    def one(self, x: torch.Tensor, copy: int) -> torch.Tensor:
-        """Features ``[..., out_dim]`` of one trunk only: ``copy`` 0 is the actor's, -1 the critic's."""
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Outputs ``[..., out_dim]`` of inputs ``[..., in_dim]``."""
         lead = x.shape[:-1]
         h = x if len(lead) == 1 else x.reshape(-1, x.shape[-1])
         params = self._parameters
-        for weight, bias in self.layers:
-            h = self.activation(torch.addmm(params[bias][copy], h, params[weight][copy]))
+        for i, (weight, bias) in enumerate(self.layers):
+            h = torch.addmm(params[bias], h, params[weight])
+            if i < self.activated:
+                h = self.activation(h)
         return h if len(lead) == 1 else h.reshape(*lead, self.out_dim)
 
 
-def _head(in_dim: int, out_dim: int, gain: float) -> nn.Linear:
-    layer = nn.Linear(in_dim, out_dim)
-    nn.init.orthogonal_(layer.weight, gain)
-    nn.init.zeros_(layer.bias)
-    return layer
-
-
 class ActorCritic(TensorDictModuleBase):
-    """An actor and a critic over a flat observation, with shared or separate MLP trunks.
+    """An actor and a critic over a flat observation: one MLP each (CleanRL's layout), or one shared trunk MLP
+    with a linear head each.
 
     :param obs_shape: shape of one observation (flattened into the MLP's input).
     :param action_dim: number of discrete actions, or the size of a continuous action.
     :param discrete: categorical (``True``) or Gaussian (``False``) actions.
-    :param hidden_sizes: hidden layer widths of each trunk.
+    :param hidden_sizes: hidden layer widths of each MLP (of the trunk, when shared).
     :param activation: a name of :data:`ACTIVATIONS`.
     :param shared_trunk: one trunk feeds both heads, instead of one MLP each.
     :param log_std_init: initial log standard deviation of a Gaussian policy.
@@ -151,9 +128,11 @@ class ActorCritic(TensorDictModuleBase):
         self.squash = action_bounds == "tanh"
         self.out_keys = ["action", "sample_log_prob"] + ([] if discrete else ["raw_action"])
         self.action_key = "action" if discrete else "raw_action"
-        self.trunks = Trunks(obs_dim, list(hidden_sizes), activation, shared_trunk)
-        self.actor_head = _head(self.trunks.out_dim, action_dim, 0.01)  # near-uniform initial policy
-        self.critic_head = _head(self.trunks.out_dim, 1, 1.0)
+        # with a shared trunk, the actor and the critic are one-layer heads on its features
+        self.trunk = MLP([obs_dim, *hidden_sizes], activation) if shared_trunk else None
+        body = [obs_dim, *hidden_sizes] if self.trunk is None else [self.trunk.out_dim]
+        self.actor_net = MLP([*body, action_dim], activation, out_gain=0.01)  # near-uniform initial policy
+        self.critic_net = MLP([*body, 1], activation, out_gain=1.0)
         if not discrete:
             self.log_std = nn.Parameter(torch.full((action_dim,), float(log_std_init)))
             low_t = torch.as_tensor(np.asarray(low, dtype=np.float32)).reshape(action_dim)
@@ -166,21 +145,24 @@ class ActorCritic(TensorDictModuleBase):
     # sizeable part of a collection step)
     def heads(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Actor output (logits or Gaussian mean) and state value ``[..., 1]`` of observations ``[..., *obs_shape]``."""
-        actor, critic = self.trunks.forward(self._flat(obs))
-        return self.actor_head.forward(actor), self.critic_head.forward(critic)
+        features = self._features(obs)
+        return self.actor_net.forward(features), self.critic_net.forward(features)
 
     def actor(self, obs: torch.Tensor) -> torch.Tensor:
         """Actor output (logits or Gaussian mean) of observations ``[..., *obs_shape]``."""
-        return self.actor_head.forward(self.trunks.one(self._flat(obs), 0))
+        return self.actor_net.forward(self._features(obs))
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """State values ``[..., 1]`` of observations ``[..., *obs_shape]``."""
-        return self.critic_head.forward(self.trunks.one(self._flat(obs), -1))
+        return self.critic_net.forward(self._features(obs))
 
-    def _flat(self, obs: torch.Tensor) -> torch.Tensor:
+    def _features(self, obs: torch.Tensor) -> torch.Tensor:
+        """Flat float observations, through the shared trunk if there is one."""
         if self.obs_ndim != 1:
             obs = obs.flatten(-self.obs_ndim) if self.obs_ndim else obs.unsqueeze(-1)
-        return obs if obs.dtype == torch.float32 else obs.float()
+        if obs.dtype != torch.float32:
+            obs = obs.float()
+        return obs if self.trunk is None else self.trunk.forward(obs)
 
     # ------------------------------------------------------------------ acting
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:

@@ -21,7 +21,7 @@ def test_categorical_samples_and_mode():
     torch.manual_seed(0)
     policy = make_actor_critic(spaces.Box(-1, 1, (3,)), spaces.Discrete(3), hidden_sizes=[16])
     with torch.no_grad():
-        policy.actor_head.bias.copy_(torch.tensor([1.5, 0.0, -1.0]))  # far from uniform
+        policy.actor_net.bias1.copy_(torch.tensor([1.5, 0.0, -1.0]))  # the output layer: far from uniform
     obs = torch.randn(1, 3).expand(6000, 3)
     out = _act(policy, obs, InteractionType.RANDOM)
     assert out["action"].shape == (6000,) and out["action"].dtype == torch.long
