@@ -73,11 +73,10 @@ class MLflowLogger(Logger):
         self.tracking_uri = uri
         self.client = MlflowClient(tracking_uri=uri)
         self.experiment_id = _experiment_id(self.client, experiment, artifact_location)
-        run = self.client.create_run(self.experiment_id, run_name=run_name or exp_name, tags=_tags(tags))
-        self.run_id: str = run.info.run_id
+        self._run_name, self._tags = run_name or exp_name, _tags(tags)
+        self._run_id: str | None = None  # created at the first write, unless resume() continues the interrupted run
         id_file = self.log_dir / RUN_ID_FILE
         self._previous_run_id = id_file.read_text().strip() if id_file.is_file() else None
-        id_file.write_text(self.run_id)
         self.flush_secs = flush_secs
         #: mp4 needs imageio and imageio-ffmpeg (the ``video`` extra)
         self.supports_video = all(importlib.util.find_spec(m) for m in ("imageio", "imageio_ffmpeg"))
@@ -87,24 +86,34 @@ class MLflowLogger(Logger):
         self._warned_video = False
         self._closed = False
 
+    @property
+    def run_id(self) -> str:
+        """The id of the MLflow run logged to; a new run is created (with the hparams) on first use."""
+        if self._run_id is None:
+            run = self.client.create_run(self.experiment_id, run_name=self._run_name, tags=self._tags)
+            self._run_id = run.info.run_id
+            (self.log_dir / RUN_ID_FILE).write_text(self._run_id)
+            if self._hparams is not None:
+                self._log_params(self._hparams)
+        return self._run_id
+
     def resume(self, step: int) -> None:
         """Go on logging into the MLflow run of the interrupted run (its id is kept in the run directory).
 
-        MLflow cannot delete logged points: values the interrupted run logged after ``step`` stay in
-        the history beside the resumed run's values at the same steps.
+        Nothing has been sent yet when the trainer resumes, so no new run was created. A run that
+        has started logging already, or an interrupted one that the store no longer has, stays as
+        it is. MLflow cannot delete logged points: values the interrupted run logged after ``step``
+        stay in the history beside the resumed run's values at the same steps.
         """
         previous = self._previous_run_id
-        if previous is None or previous == self.run_id:
+        if self._run_id is not None or previous is None:
             return
         try:
             self.client.get_run(previous)
         except MlflowException:
-            return  # the old run is gone (another store): keep the new one
-        self._send()
-        self.client.delete_run(self.run_id)
-        self.run_id = previous
+            return  # the old run is gone (another store): a new one starts at the first write
+        self._run_id = previous
         self.client.update_run(previous, status="RUNNING")
-        (self.log_dir / RUN_ID_FILE).write_text(previous)
 
     # ------------------------------------------------------------------ metrics
     def log_scalar(self, name: str, value: float, step: int) -> None:
@@ -126,6 +135,10 @@ class MLflowLogger(Logger):
     def log_hparams(self, params: Mapping[str, Any]) -> None:
         """Log ``params`` as run params (values as text, cut to MLflow's 6000 characters)."""
         self._hparams = dict(params)
+        if self._run_id is not None:  # else they go with the run's creation (a resumed run has them already)
+            self._log_params(self._hparams)
+
+    def _log_params(self, params: Mapping[str, Any]) -> None:
         batch = {metric_key(k): str(v)[:_MAX_PARAM_LENGTH] for k, v in params.items()}
         self.client.log_batch(self.run_id, params=[Param(k, v) for k, v in batch.items()])
 
@@ -169,7 +182,7 @@ class MLflowLogger(Logger):
             self.client.set_terminated(self.run_id, status=status)
 
     def __repr__(self) -> str:
-        return f"MLflowLogger(exp_name={self.exp_name!r}, run_id={self.run_id!r}, tracking_uri={self.tracking_uri!r})"
+        return f"MLflowLogger(exp_name={self.exp_name!r}, run_id={self._run_id!r}, tracking_uri={self.tracking_uri!r})"
 
 
 def _experiment_id(client: MlflowClient, name: str, artifact_location: str | None) -> str:

@@ -17,6 +17,7 @@ import imageio.v2 as imageio
 import numpy as np
 import pytest
 from mlflow import MlflowClient
+from mlflow.entities import ViewType
 
 import rlcore
 from rl_plugin_mlflow._logger import MLflowLogger, metric_key
@@ -244,6 +245,7 @@ def test_resume_continues_the_interrupted_mlflow_run(run_dir: Path) -> None:
     second.log_scalars({"loss": 4.0}, 4)
     second.close()
     client = MlflowClient(second.tracking_uri)
-    (run,) = client.search_runs([second.experiment_id])
+    (run,) = client.search_runs([second.experiment_id], run_view_type=ViewType.ALL)  # no run made and deleted
     assert run.info.run_id == first.run_id and run.info.status == "FINISHED"
+    assert run.data.params == {"algo.lr": "0.1"}
     assert history(client, run.info.run_id, "loss") == [(1, 1.0), (2, 2.0), (3, 3.0), (4, 4.0)]
