@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 import pytest
 import rlcore
 import torch
@@ -67,3 +68,45 @@ def test_malicious_pickle_is_refused_and_never_runs(tmp_path):
         path, _ = backend.load()
     assert path.name == "ckpt-000000000001.pt"
     assert not target.exists()
+
+
+def test_numeric_numpy_values_round_trip(tmp_path):
+    backend = TorchCheckpointBackend(tmp_path)
+    np_state = np.random.default_rng(0).integers(0, 9, 4)
+    saved = {
+        "mean": np.arange(3, dtype=np.float32),
+        "count": np.int64(7),
+        "flags": np.array([True, False]),
+        "legacy_rng": np.random.RandomState(1).get_state(),
+        "rng": np.random.default_rng(2).bit_generator.state,
+        "draws": np_state,
+    }
+    backend.save(saved, 1)
+    _, loaded = backend.load()
+    assert loaded["mean"].dtype == np.float32 and np.array_equal(loaded["mean"], saved["mean"])
+    assert loaded["count"] == 7 and type(loaded["count"]) is np.int64
+    assert np.array_equal(loaded["flags"], saved["flags"]) and np.array_equal(loaded["draws"], np_state)
+    restored = np.random.RandomState()
+    restored.set_state(loaded["legacy_rng"])
+    assert restored.randint(1 << 30) == np.random.RandomState(1).randint(1 << 30)
+    assert loaded["rng"] == saved["rng"]
+
+
+class RunningStat:
+    """A hook's own object: picklable, but not something the safe loader rebuilds."""
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        (np.array(["text"]), "StrDType"),
+        (np.array([1, "x"], dtype=object), "ObjectDType"),
+        (RunningStat(), "RunningStat"),
+    ],
+)
+def test_a_state_the_safe_loader_would_refuse_fails_at_save(tmp_path, value, named):
+    backend = TorchCheckpointBackend(tmp_path)
+    backend.save(state(1), 1)
+    with pytest.raises(TypeError, match=rf"cannot checkpoint a value of type \S*{named} at hooks\.mine\.value"):
+        backend.save({"hooks": {"mine": {"value": value}}}, 2)
+    assert [p.name for p in tmp_path.iterdir()] == ["ckpt-000000000001.pt"]  # the last good one is kept

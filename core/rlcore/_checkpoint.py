@@ -41,8 +41,11 @@ class CheckpointBackend:
     def write(self, state: Mapping[str, Any], path: Path) -> None:
         """Write ``state`` to the new path ``path``.
 
-        A state holds tensors and plain Python values (numbers, strings, ``None``, lists, tuples,
-        dicts); numpy arrays must be converted to tensors, as a safe loader refuses them.
+        A state holds tensors, numpy arrays and scalars of numeric dtypes, and plain Python values
+        (numbers, strings, ``None``, lists, tuples, dicts).
+
+        :raises TypeError: for a value the backend could not read back, here at the save rather
+            than at resume.
         """
         raise NotImplementedError
 
