@@ -1,4 +1,4 @@
-"""The builtin torch checkpoint backend: atomic writes, the last K kept, corrupted and unsafe files refused."""
+"""The builtin torch checkpoint backend: atomic writes, the last K kept, numpy state, corrupted and unsafe files refused."""
 
 from __future__ import annotations
 
