@@ -133,7 +133,7 @@ def test_normalisation_wrappers_use_raw_returns_and_checkpoint_their_statistics(
 
 
 def test_evaluate_is_deterministic():
-    from rlcore._collector import evaluate
+    from rlcore._evaluate import evaluate
 
     policy = TensorDictModule(lambda obs: (obs[:, 2] > 0).long(), ["observation"], ["action"])
     first = evaluate(policy, make_vector_env("CartPole-v1", 1), episodes=2, seed=5)

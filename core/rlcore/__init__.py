@@ -25,7 +25,7 @@ _LAZY = {
     "Trainer": "._trainer",
     "TrainerHookBase": "._trainer",
     "build_trainer": "._run",
-    "evaluate": "._collector",
+    "evaluate": "._evaluate",
     "make_vector_env": "._envs",
     "VideoWriter": "._video",
     "write_mp4": "._video",
@@ -64,7 +64,8 @@ __all__ = [
 
 if TYPE_CHECKING:
     from ._checkpoint import CheckpointBackend, CheckpointError
-    from ._collector import Collector, evaluate
+    from ._collector import Collector
+    from ._evaluate import evaluate
     from ._config import load_config
     from ._envs import make_vector_env
     from ._logger import Logger, generate_exp_name, get_logger

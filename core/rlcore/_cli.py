@@ -157,7 +157,7 @@ def make_cli(pm: PluginManager) -> click.Group:
     @click.option("--video", is_flag=True, help="Record the first episode to RUN_DIR/videos/ (needs rl-core[video]).")
     def evaluate_cmd(run_dir: str, episodes: int, checkpoint_path: str | None, seed: int, video: bool) -> None:
         """Evaluate a run's policy deterministically (mode of its distribution)."""
-        from ._run import evaluate_run
+        from ._evaluate import evaluate_run
 
         result = evaluate_run(run_dir, episodes=episodes, checkpoint=checkpoint_path, seed=seed, video=video, plugin_manager=pm)
         click.echo(json.dumps(result, indent=2))

@@ -12,14 +12,13 @@ from typing import Any
 import torch
 
 from ._checkpoint import CheckpointBackend
-from ._collector import Collector, evaluate
-from ._config import CONFIG_FILE, dump_config, flatten, read_config_file, resolve_config
+from ._collector import Collector
+from ._config import CONFIG_FILE, dump_config, flatten, resolve_config
 from ._envs import env_states, load_env_states, make_vector_env
 from ._logger import generate_exp_name
 from ._markers import hookimpl
 from ._plugins import PluginManager, get_plugin_manager
 from ._trainer import Trainer, TrainerHookBase
-from ._video import VideoWriter
 
 
 class LRSchedule:
@@ -130,6 +129,7 @@ def build_trainer(
         plugin_manager=pm,
         run_dir=run_dir,
         config=config,
+        device=device,
     )
     trainer.make_env = partial(_frozen_env, make_env, env, env_cfg["kwargs"])
     if env_states(env):
@@ -175,59 +175,6 @@ def _build_parts(config: Mapping[str, Any], pm: PluginManager, num_envs: int | N
 def _backend(config: Mapping[str, Any], run_dir: Path, pm: PluginManager) -> CheckpointBackend:
     options = config["checkpoint"]
     return pm.factory("checkpoint_backends", options["backend"])(directory=run_dir / "checkpoints", keep_last=options["keep_last"])
-
-
-def evaluate_run(
-    run_dir: str | Path,
-    episodes: int = 10,
-    checkpoint: str | Path | None = None,
-    seed: int | None = 0,
-    video: bool = False,
-    plugin_manager: PluginManager | None = None,
-) -> dict[str, Any]:
-    """Evaluate the policy of a run's checkpoint deterministically on a fresh env.
-
-    :param run_dir: the run directory.
-    :param episodes: full episodes to run.
-    :param checkpoint: a checkpoint path; default the newest readable one.
-    :param seed: the evaluation env's seed.
-    :param video: record the first episode to ``RUN_DIR/videos/eval_<frames>.mp4``.
-    :param plugin_manager: the plugins (default: the installed ones).
-    :return: the checkpoint, its frames, the mean/std of returns, each episode's return and length,
-        and the video's path.
-    """
-    pm = plugin_manager or get_plugin_manager()
-    run_dir = Path(run_dir)
-    config = resolve_config(read_config_file(run_dir / CONFIG_FILE), pm)
-    if video:
-        config["env"]["kwargs"] = {**config["env"]["kwargs"], "render_mode": "rgb_array"}
-    _, env, loss_module = _build_parts(config, pm, num_envs=1)
-    path, state = _backend(config, run_dir, pm).load(checkpoint)
-    loss_module.load_state_dict(state["loss_module"])
-    load_env_states(env, state.get("modules", {}).get("env", {}))
-    _freeze(env)
-    frames = int(state["counters"]["collected_frames"])
-    writer = None
-    if video:
-        (run_dir / "videos").mkdir(exist_ok=True)
-        writer = VideoWriter(run_dir / "videos" / f"eval_{frames:012d}.mp4", fps=env.metadata.get("render_fps") or 30)
-    try:
-        result = evaluate(loss_module.policy, env, episodes, deterministic=True, seed=seed, video=writer)
-    finally:
-        env.close()
-        if writer is not None:
-            writer.close()
-    returns = torch.tensor(result["returns"], dtype=torch.float64)
-    return {
-        "checkpoint": str(path),
-        "video": str(writer.path) if writer is not None else None,
-        "frames": frames,
-        "episodes": episodes,
-        "mean_return": float(returns.mean()),
-        "std_return": float(returns.std(unbiased=False)),
-        "returns": result["returns"],
-        "lengths": result["lengths"],
-    }
 
 
 def _freeze(env: Any) -> None:

@@ -183,6 +183,8 @@ class Trainer:
         what it registers itself); ``None`` loads the installed ones.
     :param run_dir: the run directory, if any.
     :param config: the resolved config the run was built from, if any.
+    :param device: where the loss module and the optimisation run (hooks put their tensors there);
+        default the device of ``loss_module``'s first parameter, else the CPU.
     """
 
     def __init__(
@@ -205,6 +207,7 @@ class Trainer:
         plugin_manager: PluginManager | None = None,
         run_dir: str | Path | None = None,
         config: Mapping[str, Any] | None = None,
+        device: str | torch.device | None = None,
     ) -> None:
         self.collector = collector
         self.loss_module = loss_module
@@ -222,6 +225,8 @@ class Trainer:
         self.checkpoint = checkpoint
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.config = dict(config) if config is not None else None
+        first = next(iter(loss_module.parameters()), None) if isinstance(loss_module, nn.Module) else None
+        self.device = torch.device(device) if device is not None else first.device if first is not None else torch.device("cpu")
         self.plugin_manager = plugin_manager.copy() if plugin_manager is not None else get_plugin_manager()
 
         self.collected_frames = 0
