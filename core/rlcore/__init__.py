@@ -33,6 +33,11 @@ _LAZY = {
     "get_logger": "._logger",
     "get_plugin_manager": "._plugins",
     "load_config": "._config",
+    "save_config": "._config",
+    "dump_config": "._config",
+    "default_config": "._config",
+    "Range": "._options",
+    "validate_options": "._options",
 }
 
 __all__ = [
@@ -46,11 +51,14 @@ __all__ = [
     "PluginInfo",
     "PluginManager",
     "RLCoreError",
+    "Range",
     "Trainer",
     "TrainerHookBase",
     "VideoWriter",
     "__version__",
     "build_trainer",
+    "default_config",
+    "dump_config",
     "evaluate",
     "generate_exp_name",
     "get_logger",
@@ -59,6 +67,8 @@ __all__ = [
     "hookspec",
     "load_config",
     "make_vector_env",
+    "save_config",
+    "validate_options",
     "write_mp4",
 ]
 
@@ -66,9 +76,10 @@ if TYPE_CHECKING:
     from ._checkpoint import CheckpointBackend, CheckpointError
     from ._collector import Collector
     from ._evaluate import evaluate
-    from ._config import load_config
+    from ._config import default_config, dump_config, load_config, save_config
     from ._envs import make_vector_env
     from ._logger import Logger, generate_exp_name, get_logger
+    from ._options import Range, validate_options
     from ._plugins import PluginInfo, PluginManager, get_plugin_manager
     from ._registry import Algorithm
     from ._run import build_trainer

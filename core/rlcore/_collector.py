@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,10 @@ def _to_tensor(array: Any, device: torch.device) -> torch.Tensor:
     if tensor.dtype != torch.float32 and tensor.is_floating_point():
         tensor = tensor.float()
     return tensor if device.type == "cpu" else tensor.to(device)
+
+
+#: ``observer(render, done)``: see :meth:`Collector.add_step_observer`.
+StepObserver = Callable[[Callable[[], Any], np.ndarray], None]
 
 
 class Collector:
@@ -57,6 +61,20 @@ class Collector:
         self._episode_length = np.zeros(self.num_envs, dtype=np.int64)
         #: returns and lengths of the episodes that ended in the last batch
         self.finished_episodes: tuple[np.ndarray, np.ndarray] = (np.empty(0), np.empty(0, dtype=np.int64))
+        self._observers: list[StepObserver] = []
+
+    def add_step_observer(self, observer: StepObserver) -> Callable[[], None]:
+        """Call ``observer(render, done)`` after every env step of collection.
+
+        ``render()`` returns the envs' frames (the env renders ``rgb_array``): a callable, so that
+        frames are drawn only when the observer wants them; ``done`` is ``terminated | truncated``
+        per env. Recorders use it to film the training envs.
+
+        :param observer: the function to call.
+        :return: a function that removes the observer again.
+        """
+        self._observers.append(observer)
+        return lambda: self._observers.remove(observer) if observer in self._observers else None
 
     def set_seed(self, seed: int) -> None:
         """Reset the envs with ``seed`` (env ``i`` gets ``seed + i``) before the next batch."""
@@ -97,6 +115,8 @@ class Collector:
                 for key, value in step.items():
                     columns.setdefault(key, []).append(value)
                 obs, reward, terminated, truncated, info = env.step(step["action"].cpu().numpy())
+                for observer in self._observers:
+                    observer(env.render, terminated | truncated)
                 self._obs = _to_tensor(obs, device)
                 if "final_obs" in info:  # an episode ended (SAME_STEP autoreset): obs holds the reset observation
                     done = terminated | truncated

@@ -3,48 +3,130 @@
 from __future__ import annotations
 
 import copy
-import inspect
+import dataclasses
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from ._errors import ConfigError
+from ._options import Range, validate_options
 
 CONFIG_FILE = "config.yaml"
 SECTIONS = ("env", "collector", "algo", "optim", "trainer", "loggers", "hooks", "checkpoint")
 #: Sections that map plugin names to their options (``null`` options remove a default entry).
 NAMED_SECTIONS = ("loggers", "hooks")
-OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
-LR_SCHEDULES = ("constant", "linear", "cosine")
+#: The key of the resolved config that records the plugin distributions (and versions) of the run.
+PLUGINS_KEY = "plugins"
 
-KERNEL_DEFAULTS: dict[str, dict[str, Any]] = {
-    "env": {"id": "CartPole-v1", "num_envs": 4, "vectorization": "sync", "kwargs": {}, "wrappers": {}},
-    "collector": {"frames_per_batch": 512},
-    "algo": {"name": "ppo"},
-    "optim": {"name": "adam", "lr": 3e-4, "eps": 1e-8, "weight_decay": 0.0, "lr_schedule": "constant", "lr_end": 0.0},
-    "trainer": {
-        "total_frames": 100_000,
-        "frame_skip": 1,
-        "optim_steps_per_batch": None,
-        "clip_grad_norm": True,
-        "clip_norm": None,
-        "seed": None,
-        "log_interval": 1,
-        "save_trainer_interval": 10_000,
-        "progress_bar": True,
-        "device": "cpu",
-        "num_threads": 1,
-    },
-    "loggers": {"csv": {}, "console": {}},
-    "hooks": {},
-    "checkpoint": {"backend": "torch", "keep_last": 3},
+Positive = Annotated[int, Range(ge=1)]
+NonNegative = Annotated[int, Range(ge=0)]
+
+
+@dataclass
+class EnvSection:
+    """``env``: what the run trains on.
+
+    :param id: a Gymnasium id, or an env registered by a plugin (``rl_register_envs``).
+    :param num_envs: copies stepped side by side.
+    :param vectorization: ``sync`` (one process) or ``async`` (a process per env).
+    :param kwargs: keyword arguments of the env (``render_mode``, ``max_episode_steps``, ...).
+    :param wrappers: ``{name: options}`` of vector-env wrappers, applied in order.
+    """
+
+    id: str = "CartPole-v1"
+    num_envs: Positive = 4
+    vectorization: Literal["sync", "async"] = "sync"
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    wrappers: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+
+
+@dataclass
+class CollectorSection:
+    """``collector``: how batches are collected.
+
+    :param frames_per_batch: frames per batch, a multiple of ``env.num_envs``.
+    """
+
+    frames_per_batch: Positive = 512
+
+
+@dataclass
+class OptimSection:
+    """``optim``: the optimizer of the loss module's parameters.
+
+    :param name: the optimizer.
+    :param lr: the learning rate.
+    :param eps: Adam's and RMSprop's epsilon.
+    :param weight_decay: L2 penalty (decoupled for AdamW).
+    :param lr_schedule: how the learning rate moves from ``lr`` to ``lr_end`` over ``trainer.total_frames``.
+    :param lr_end: the last learning rate of a schedule.
+    """
+
+    name: Literal["adam", "adamw", "sgd", "rmsprop"] = "adam"
+    lr: Annotated[float, Range(gt=0)] = 3e-4
+    eps: Annotated[float, Range(gt=0)] = 1e-8
+    weight_decay: Annotated[float, Range(ge=0)] = 0.0
+    lr_schedule: Literal["constant", "linear", "cosine"] = "constant"
+    lr_end: Annotated[float, Range(ge=0)] = 0.0
+
+
+@dataclass
+class TrainerSection:
+    """``trainer``: the loop, with the seed Trainer's parameter names.
+
+    :param total_frames: stop once this many frames are collected.
+    :param frame_skip: frames each collected step stands for.
+    :param optim_steps_per_batch: optimisation steps per batch; ``null``: as the algorithm defines.
+    :param clip_grad_norm: clip gradients by norm (true) or by value (false).
+    :param clip_norm: the clipping threshold; ``null``: no clipping.
+    :param seed: seeds python, numpy, torch and the envs; ``null``: drawn at random and recorded.
+    :param log_interval: frames between two logged values of one metric.
+    :param save_trainer_interval: frames between checkpoints.
+    :param progress_bar: show a progress bar on a terminal.
+    :param device: where the loss module runs (``cpu``, ``cuda``, ``cuda:1``, ``mps``).
+    :param num_threads: torch threads on CPU; ``null``: torch's default.
+    """
+
+    total_frames: Positive = 100_000
+    frame_skip: Positive = 1
+    optim_steps_per_batch: Positive | None = None
+    clip_grad_norm: bool = True
+    clip_norm: Annotated[float, Range(gt=0)] | None = None
+    seed: Annotated[int, Range(ge=0, lt=2**63)] | None = None
+    log_interval: NonNegative = 1
+    save_trainer_interval: Positive = 10_000
+    progress_bar: bool = True
+    device: str = "cpu"
+    num_threads: Positive | None = 1
+
+
+@dataclass
+class CheckpointSection:
+    """``checkpoint``: where and how often the run's state is saved.
+
+    :param backend: ``torch`` or a backend registered by a plugin (``torchsnapshot``); env ``CKPT_BACKEND``.
+    :param keep_last: how many checkpoints to keep.
+    """
+
+    backend: str = "torch"
+    keep_last: Positive = 3
+
+
+#: The kernel's sections with a fixed set of keys, each declared once.
+SECTION_TYPES: dict[str, type] = {
+    "env": EnvSection,
+    "collector": CollectorSection,
+    "optim": OptimSection,
+    "trainer": TrainerSection,
+    "checkpoint": CheckpointSection,
 }
-#: Keys that also take ``null`` although their default is set.
-NULLABLE = {("trainer", "num_threads")}
-CHOICES = {
-    ("optim", "name"): OPTIMIZERS,
-    ("optim", "lr_schedule"): LR_SCHEDULES,
+
+_NAMED_DEFAULTS: dict[str, dict[str, Any]] = {"algo": {"name": "ppo"}, "loggers": {"csv": {}, "console": {}}, "hooks": {}}
+#: Every section's defaults, before the algorithm's own.
+KERNEL_DEFAULTS: dict[str, dict[str, Any]] = {
+    name: dataclasses.asdict(SECTION_TYPES[name]()) if name in SECTION_TYPES else _NAMED_DEFAULTS[name] for name in SECTIONS
 }
 
 
@@ -59,6 +141,23 @@ def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any
     return out
 
 
+def yaml_loader() -> type:
+    """A YAML safe loader that reads numbers as people write them: ``3e-4``, ``1e6`` and ``1_000_000``.
+
+    PyYAML follows YAML 1.1, where a float needs a dot (``3.0e-4``) and ``1e6`` is a string.
+    """
+    import re
+
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    exponent = re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", exponent, list("-+0123456789"))
+    return Loader
+
+
 def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a YAML config file.
 
@@ -69,10 +168,10 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read config file ({err.strerror or err})") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read config file ({getattr(err, 'strerror', None) or err})") from None
     try:
-        data = yaml.safe_load(text) or {}
+        data = yaml.load(text, Loader=yaml_loader()) or {}  # noqa: S506 - a safe loader
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -83,14 +182,14 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
-    """Split ``--set a.b=value`` into a key path and a YAML-parsed value."""
+    """Split ``--set a.b=value`` into a key path and a YAML-parsed value (``3e-4`` is a number)."""
     import yaml
 
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise ConfigError(f"--set {text!r}: expected KEY=VALUE, e.g. trainer.total_frames=50000")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = yaml.load(raw, Loader=yaml_loader()) if raw.strip() else ""  # noqa: S506 - a safe loader
     except yaml.YAMLError:
         value = raw
     return key.strip().split("."), value
@@ -112,62 +211,13 @@ def apply_overrides(config: dict[str, Any], overrides: Iterable[str]) -> dict[st
     return config
 
 
-def _type_error(key: str, default: Any, value: Any) -> str | None:
-    if default is None:
-        return None
-    expected: tuple[type, ...]
-    if isinstance(default, bool):
-        expected, name = (bool,), "true or false"
-    elif isinstance(default, int):
-        expected, name = (int,), "an integer"
-    elif isinstance(default, float):
-        expected, name = (int, float), "a number"
-    elif isinstance(default, str):
-        expected, name = (str,), "a string"
-    elif isinstance(default, Mapping):
-        expected, name = (dict,), "a mapping"
-    elif isinstance(default, (list, tuple)):
-        expected, name = (list, tuple), "a list"
-    else:
-        return None
-    if isinstance(value, bool) and bool not in expected or not isinstance(value, expected):
-        return f"{key}: expected {name}, got {value!r}"
-    return None
-
-
-def _check_keys(section: str, values: Mapping[str, Any], defaults: Mapping[str, Any]) -> None:
-    for key, value in values.items():
-        if key not in defaults:
-            valid = ", ".join(sorted(defaults))
-            raise ConfigError(f"unknown key {section}.{key} (valid choices: {valid})")
-        nullable = (section, key) in NULLABLE or section == "algo"  # an algorithm's null means "off"
-        error = None if value is None and nullable else _type_error(f"{section}.{key}", defaults[key], value)
-        if error:
-            raise ConfigError(error)
-        choices = CHOICES.get((section, key))
-        if choices and value not in choices:
-            raise ConfigError(f"{section}.{key}: unknown value {value!r} (valid choices: {', '.join(choices)})")
-
-
-def check_options(key: str, factory: Any, options: Mapping[str, Any], skip: Iterable[str] = ()) -> None:
-    """Check ``options`` against the keyword parameters of ``factory``.
-
-    :raises ConfigError: for an option the factory does not take.
-    """
-    try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        return
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return
-    names = [n for n, p in params.items() if n not in set(skip) and p.kind is not inspect.Parameter.VAR_POSITIONAL]
-    for option in options:
-        if option not in names:
-            raise ConfigError(f"unknown key {key}.{option} (valid choices: {', '.join(names) or 'none'})")
-
-
 def resolve_config(user: Mapping[str, Any], plugin_manager: Any) -> dict[str, Any]:
-    """Merge kernel defaults, the algorithm's defaults, its preset for the env and ``user``; validate every key.
+    """Merge kernel defaults, the algorithm's defaults, its preset for the env and ``user``; check every key.
+
+    Each value is checked against its declared type and range (the kernel's sections, the
+    algorithm's options, each logger's, hook's, wrapper's options) and converted to it. The
+    result records the plugin distributions that take part (``plugins``); a ``plugins`` record
+    in ``user`` that differs from what is installed is warned about, once per distribution.
 
     :param user: the user's config (from a file and ``--set``).
     :param plugin_manager: where algorithms, loggers, hooks, wrappers and backends are looked up.
@@ -175,38 +225,77 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: Any) -> dict[str, An
     :raises PluginError: when the plugin that provides a name is blocked or broken.
     """
     for section in user:
-        if section not in SECTIONS:
+        if section not in (*SECTIONS, PLUGINS_KEY):
             raise ConfigError(f"unknown section {section!r} (valid choices: {', '.join(SECTIONS)})")
         if not isinstance(user[section], Mapping) and user[section] is not None:
             raise ConfigError(f"{section}: expected a mapping, got {user[section]!r}")
-    user = {k: v for k, v in user.items() if v is not None}
+    recorded = user.get(PLUGINS_KEY) or {}
+    user = {k: v for k, v in user.items() if v is not None and k != PLUGINS_KEY}
     name = user.get("algo", {}).get("name", KERNEL_DEFAULTS["algo"]["name"])
     if not isinstance(name, str):
         raise ConfigError(f"algo.name: expected a string, got {name!r}")
     algorithm = plugin_manager.factory("algorithms", name, key="algo.name")
-    defaults = {"checkpoint": {"backend": os.environ.get("CKPT_BACKEND", "torch")}}
-    defaults = merge(merge(KERNEL_DEFAULTS, defaults), algorithm.defaults)
+    backend = os.environ.get("CKPT_BACKEND")
+    defaults = merge(KERNEL_DEFAULTS, {"checkpoint": {"backend": backend}} if backend else {})
+    defaults = merge(merge(defaults, {"algo": algorithm.option_defaults()}), algorithm.defaults)
     env_id = user.get("env", {}).get("id") or defaults["env"]["id"]
     defaults = merge(defaults, algorithm.presets.get(env_id, {}))
     defaults["algo"]["name"] = name
     config = merge(defaults, user)
-    for section in SECTIONS:
-        if section not in NAMED_SECTIONS:
-            _check_keys(section, config[section], defaults[section])
+    for section, declared in SECTION_TYPES.items():
+        config[section] = validate_options(section, declared, config[section])
+    options = {k: v for k, v in config["algo"].items() if k != "name"}
+    config["algo"] = {"name": name, **validate_options("algo", algorithm.option_types(), options)}
     for section in NAMED_SECTIONS:  # an entry set to null stays, as null: it removes a default one for good
-        for entry, options in config[section].items():
-            if options is not None:
-                _check_named(f"{section}.{entry}", plugin_manager.factory(section, entry, key=section), options, ("exp_name", "log_dir"))
-    for entry, options in config["env"]["wrappers"].items():
-        _check_named(f"env.wrappers.{entry}", plugin_manager.factory("env_wrappers", entry, key="env.wrappers"), options, ("env",))
-    plugin_manager.factory("checkpoint_backends", config["checkpoint"]["backend"], key="checkpoint.backend")
+        if not isinstance(config[section], Mapping):
+            raise ConfigError(f"{section}: expected a mapping of names to options, got {config[section]!r}")
+        for entry, values in config[section].items():
+            if values is not None:
+                factory = plugin_manager.factory(section, entry, key=section)
+                config[section][entry] = validate_options(f"{section}.{entry}", factory, values, ("exp_name", "log_dir"))
+    for entry, values in config["env"]["wrappers"].items():
+        factory = plugin_manager.factory("env_wrappers", entry, key="env.wrappers")
+        config["env"]["wrappers"][entry] = validate_options(f"env.wrappers.{entry}", factory, values or {}, ("env",))
+    source = "CKPT_BACKEND" if backend and config["checkpoint"]["backend"] == backend and "backend" not in user.get("checkpoint", {}) else None
+    plugin_manager.factory("checkpoint_backends", config["checkpoint"]["backend"], key=source or "checkpoint.backend")
+    _check_recorded(recorded)
+    config[PLUGINS_KEY] = participants(config, plugin_manager)
     return config
 
 
-def _check_named(key: str, factory: Any, options: Any, skip: Iterable[str]) -> None:
-    if options is not None and not isinstance(options, Mapping):
-        raise ConfigError(f"{key}: expected a mapping of options, got {options!r}")
-    check_options(key, factory, options or {}, skip)
+def participants(config: Mapping[str, Any], plugin_manager: Any) -> dict[str, str]:
+    """``{distribution: version}`` of the plugins that take part in a run of ``config``.
+
+    Those that provide a name the config uses (algorithm, loggers, hooks, env, wrappers, backend)
+    and those that implement a loop or lifecycle hook (they take part in every run).
+    """
+    from .hookspecs import LIFECYCLE_HOOKS, LOOP_HOOKS
+
+    used = [("algorithms", config["algo"]["name"]), ("checkpoint_backends", config["checkpoint"]["backend"]), ("envs", config["env"]["id"])]
+    used += [(section, n) for section in NAMED_SECTIONS for n, o in config[section].items() if o is not None]
+    used += [("env_wrappers", n) for n in config["env"]["wrappers"]]
+    names = {plugin_manager.registry(kind)[n][0] for kind, n in used if n in plugin_manager.registry(kind)}
+    hooks = set(LOOP_HOOKS) | set(LIFECYCLE_HOOKS)
+    names |= {info.name for info in plugin_manager.infos.values() if info.ok and hooks & set(info.hooks)}
+    found = {plugin_manager.infos[n].distribution: plugin_manager.infos[n].version for n in names if n in plugin_manager.infos}
+    return dict(sorted((d, v) for d, v in found.items() if d))
+
+
+def _check_recorded(recorded: Any) -> None:
+    """Warn, one line each, about recorded plugin distributions that are missing or of another version."""
+    import warnings
+    from importlib import metadata
+
+    if not isinstance(recorded, Mapping):
+        raise ConfigError(f"{PLUGINS_KEY}: expected a mapping of distributions to versions, got {recorded!r}")
+    for dist, version in recorded.items():
+        try:
+            installed = metadata.version(str(dist))
+        except metadata.PackageNotFoundError:
+            warnings.warn(f"the config was written with {dist} {version}, which is not installed", stacklevel=3)
+            continue
+        if str(version) != installed:
+            warnings.warn(f"the config was written with {dist} {version}; {installed} is installed", stacklevel=3)
 
 
 def load_config(
@@ -244,8 +333,37 @@ def dump_config(config: Mapping[str, Any]) -> str:
 
     Dumper.add_representer(list, represent_list)
     Dumper.add_representer(tuple, represent_list)
-    ordered = {s: config[s] for s in SECTIONS if s in config}
+    ordered = {s: config[s] for s in (*SECTIONS, PLUGINS_KEY) if s in config}
     return yaml.dump(ordered, Dumper=Dumper, sort_keys=False, default_flow_style=False)
+
+
+def save_config(config: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Write ``config`` as YAML to ``path``, atomically (a crash leaves the old file or the new one).
+
+    :param config: a config, e.g. from :func:`load_config`.
+    :param path: the file to write.
+    :return: ``path``.
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(dump_config(config), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def default_config(algo: str, env: str | None = None, plugin_manager: Any = None) -> dict[str, Any]:
+    """The resolved default config of algorithm ``algo`` (with its preset for ``env``, if it has one).
+
+    What ``rlctl config show ALGO [--env ENV]`` prints.
+
+    :param algo: an algorithm's name.
+    :param env: an env id.
+    :param plugin_manager: the plugins (default: the installed ones).
+    """
+    sections: dict[str, Any] = {"algo": {"name": algo}}
+    if env is not None:
+        sections["env"] = {"id": env}
+    return load_config(plugin_manager=plugin_manager, **sections)
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from typing import Any
 
 from ._errors import PluginError
+from ._options import options_of
 
 #: registry kind -> (hook name, what the config calls it)
 KINDS: dict[str, str] = {
@@ -39,6 +40,9 @@ class Algorithm:
     :param summary: one line for ``rlctl plugins list``.
     :param presets: ``{env id: config sections}`` merged over ``defaults`` when the run's env is
         that one (tuned hyperparameters, as in rl-zoo); the user's config still comes last.
+    :param options: a dataclass declaring every ``algo`` key with its type (ranges as
+        ``Annotated[float, rlcore.Range(gt=0)]``) and default; ``defaults["algo"]`` may change
+        the defaults. Without it, each key's type is read from its value in ``defaults["algo"]``.
     """
 
     name: str
@@ -46,6 +50,20 @@ class Algorithm:
     defaults: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     summary: str = ""
     presets: Mapping[str, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
+    options: type | None = None
+
+    def option_defaults(self) -> dict[str, Any]:
+        """The ``algo`` keys with their defaults: the options' own, then ``defaults["algo"]``."""
+        declared = {n: o.default for n, o in options_of(self.options)[0].items()} if self.options is not None else {}
+        return {**declared, **{k: v for k, v in self.defaults.get("algo", {}).items() if k != "name"}}
+
+    def option_types(self) -> Any:
+        """What :func:`rlcore.validate_options` checks the ``algo`` keys against: :attr:`options`, or a
+        dataclass made from the types of the values in ``defaults["algo"]``, each also taking ``null`` ("off")."""
+        if self.options is not None:
+            return self.options
+        fields = [(k, Any if v is None else type(v) | None, v) for k, v in self.option_defaults().items()]
+        return make_dataclass(f"{self.name}_options", [(k, t, field(default_factory=lambda v=v: v)) for k, t, v in fields])
 
 
 def collect(hook_caller: Any, kind: str) -> dict[str, tuple[str, Any]]:

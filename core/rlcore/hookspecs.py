@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ._trainer import Trainer
 
 __all__ = [
+    "LIFECYCLE_HOOKS",
     "LOOP_HOOKS",
     "DATA_HOOKS",
     "LOGGING_HOOKS",
@@ -49,6 +50,8 @@ LOOP_HOOKS = (
     "rl_post_steps",
     "rl_post_steps_log",
 )
+#: Hooks called once per run (setup, shutdown) or when the loop raises.
+LIFECYCLE_HOOKS = ("rl_setup", "rl_shutdown", "rl_exception")
 #: Loop hooks whose implementations chain their outputs.
 DATA_HOOKS = ("rl_batch_process", "rl_process_optim_batch")
 #: Loop hooks whose implementations return values to log.

@@ -16,34 +16,83 @@ tensordict; the builders import the heavy modules when a run builds its loss.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
 
-from rlcore import Algorithm, hookimpl
+from rlcore import Algorithm, Range, hookimpl
 
 __version__ = "0.1.0"
 
 #: algorithm name -> the loss objective it uses (see ``rl_plugin_pg._losses.OBJECTIVES``)
 OBJECTIVE = {"pg": "pg", "a2c": "pg", "spg": "surrogate", "ppo": "clip", "ppo-kl": "kl"}
 
-#: keys every algorithm's ``algo`` section accepts, with their shared defaults
-_COMMON: dict[str, Any] = {
-    "gamma": 0.99,
-    "gae_lambda": 0.95,
-    "epochs": 4,
-    "minibatches": 4,
-    "normalize_advantage": True,
-    "value_coef": 0.5,
-    "value_clip_range": None,
-    "entropy_coef": 0.0,
-    # the actor-critic
-    "hidden_sizes": [64, 64],
-    "activation": "tanh",
-    "shared_trunk": False,
-    "log_std_init": 0.0,
-    "action_bounds": "clip",
-    # {coefficient: final value}, annealed linearly over trainer.total_frames
-    "schedule": {},
-}
+Unit = Annotated[float, Range(ge=0, le=1)]
+NonNegative = Annotated[float, Range(ge=0)]
+Positive = Annotated[float, Range(gt=0)]
+
+
+@dataclass
+class PGOptions:
+    """The ``algo`` keys of every algorithm of the family, with their shared defaults.
+
+    :param gamma: the discount.
+    :param gae_lambda: GAE's lambda (1: Monte-Carlo returns minus the baseline).
+    :param epochs: passes over each batch.
+    :param minibatches: minibatches per epoch.
+    :param normalize_advantage: standardise advantages within each minibatch.
+    :param value_coef: weight of the value loss.
+    :param value_clip_range: clip new values to this distance from the collected ones; ``null``: plain MSE.
+    :param entropy_coef: weight of the entropy bonus.
+    :param hidden_sizes: widths of the actor's and the critic's hidden layers.
+    :param activation: the hidden layers' activation.
+    :param shared_trunk: one trunk for the actor and the critic, with two linear heads.
+    :param log_std_init: initial log standard deviation of Gaussian actions.
+    :param action_bounds: ``clip`` Gaussian samples to a ``Box``'s bounds, or squash them with ``tanh``.
+    :param schedule: ``{coefficient: final value}``, annealed linearly over ``trainer.total_frames``.
+    """
+
+    gamma: Annotated[float, Range(gt=0, le=1)] = 0.99
+    gae_lambda: Unit = 0.95
+    epochs: Annotated[int, Range(ge=1)] = 4
+    minibatches: Annotated[int, Range(ge=1)] = 4
+    normalize_advantage: bool = True
+    value_coef: NonNegative = 0.5
+    value_clip_range: Positive | None = None
+    entropy_coef: NonNegative = 0.0
+    hidden_sizes: list[Annotated[int, Range(ge=1)]] = field(default_factory=lambda: [64, 64])
+    activation: Literal["tanh", "relu", "elu", "gelu", "silu", "leaky_relu"] = "tanh"
+    shared_trunk: bool = False
+    log_std_init: float = 0.0
+    action_bounds: Literal["clip", "tanh"] = "clip"
+    schedule: dict[str, NonNegative | None] = field(default_factory=dict)
+
+
+@dataclass
+class PPOOptions(PGOptions):
+    """PPO's keys: :class:`PGOptions` and the ratio's clip range.
+
+    :param clip_range: the ratio is clipped to ``[1 - clip_range, 1 + clip_range]``.
+    """
+
+    clip_range: Positive = 0.2
+
+
+@dataclass
+class PPOKLOptions(PGOptions):
+    """Adaptive-KL PPO's keys: :class:`PGOptions` and the KL penalty's.
+
+    :param kl_target: the target KL per batch.
+    :param kl_penalty: the initial penalty coefficient.
+    :param kl_stop_factor: stop a batch's steps once a minibatch's KL exceeds this times the target; ``null``: never.
+    """
+
+    kl_target: Positive = 0.01
+    kl_penalty: NonNegative = 1.0
+    kl_stop_factor: Positive | None = None
+
+
+#: each algorithm's ``algo`` options
+OPTIONS: dict[str, type[PGOptions]] = {"pg": PGOptions, "a2c": PGOptions, "spg": PGOptions, "ppo": PPOOptions, "ppo-kl": PPOKLOptions}
 _OPTIM: dict[str, Any] = {"name": "adam", "lr": 3e-4, "eps": 1e-5, "weight_decay": 0.0, "lr_schedule": "linear", "lr_end": 0.0}
 _TRAINER: dict[str, Any] = {"clip_grad_norm": True, "clip_norm": 0.5, "optim_steps_per_batch": None}
 
@@ -52,7 +101,7 @@ def _defaults(algo: dict[str, Any], env: dict[str, Any], frames_per_batch: int, 
     return {
         "env": env,
         "collector": {"frames_per_batch": frames_per_batch},
-        "algo": {**_COMMON, **algo},
+        "algo": algo,
         "optim": {**_OPTIM, **optim},
         "trainer": {**_TRAINER, "total_frames": total_frames},
     }
@@ -132,4 +181,4 @@ def _builder(name: str) -> Any:
 @hookimpl
 def rl_register_algorithms() -> list[Algorithm]:
     """The five algorithms of the policy-gradient family."""
-    return [Algorithm(name, _builder(name), DEFAULTS[name], SUMMARY[name], PRESETS.get(name, {})) for name in OBJECTIVE]
+    return [Algorithm(name, _builder(name), DEFAULTS[name], SUMMARY[name], PRESETS.get(name, {}), OPTIONS[name]) for name in OBJECTIVE]

@@ -7,7 +7,9 @@ from typing import Any
 
 import torch
 
-from . import DEFAULTS, OBJECTIVE
+import dataclasses
+
+from . import DEFAULTS, OBJECTIVE, OPTIONS
 from ._losses import PolicyGradientLoss
 from ._policies import make_actor_critic
 
@@ -24,17 +26,17 @@ def build_loss(
 ) -> PolicyGradientLoss:
     """Build algorithm ``name``'s loss module, its ``policy`` built from the env's spaces.
 
-    :param name: a key of :data:`rl_plugin_pg.DEFAULTS`.
+    :param name: a key of :data:`rl_plugin_pg.OPTIONS`.
     :param config: the ``algo`` section; missing keys take the algorithm's defaults.
     :param observation_space: the single env's observation space.
     :param action_space: the single env's action space.
     :param device: where the modules live.
     :raises ValueError: for a key the algorithm does not accept.
     """
-    defaults = DEFAULTS[name]["algo"]
-    options = {**defaults, **{k: v for k, v in config.items() if k != "name"}}
-    unknown = sorted(set(options) - set(defaults))
+    declared = dataclasses.asdict(OPTIONS[name]())
+    options = {**declared, **DEFAULTS[name]["algo"], **{k: v for k, v in config.items() if k != "name"}}
+    unknown = sorted(set(options) - set(declared))
     if unknown:
-        raise ValueError(f"algo: unknown key(s) {', '.join(unknown)} for {name!r}; valid keys: {', '.join(sorted(defaults))}")
+        raise ValueError(f"algo: unknown key(s) {', '.join(unknown)} for {name!r}; valid keys: {', '.join(sorted(declared))}")
     policy = make_actor_critic(observation_space, action_space, **{k: options.pop(k) for k in POLICY_KEYS})
     return PolicyGradientLoss(policy, objective=OBJECTIVE[name], **options).to(device)

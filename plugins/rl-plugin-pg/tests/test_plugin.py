@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -34,7 +35,8 @@ def test_defaults_resolve_and_build(name):
 
     config = rlcore.load_config(algo={"name": name})
     algo = {k: v for k, v in config["algo"].items() if k != "name"}
-    assert set(algo) == set(rl_plugin_pg.DEFAULTS[name]["algo"])
+    assert set(algo) == {f.name for f in dataclasses.fields(rl_plugin_pg.OPTIONS[name])}
+    assert all(algo[k] == v for k, v in rl_plugin_pg.DEFAULTS[name]["algo"].items())
     algorithm = rlcore.get_plugin_manager().factory("algorithms", name)
     for env_id in ("CartPole-v1", "Pendulum-v1"):
         env = gymnasium.make(env_id)

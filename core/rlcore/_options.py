@@ -1,0 +1,327 @@
+"""Typed options: one validator for the kernel's config sections and every plugin's options.
+
+Options are declared once, as the fields of a dataclass or the keyword parameters of a factory,
+with their types and defaults. A range is an annotation::
+
+    @dataclass
+    class MyHookOptions:
+        interval: Annotated[int, Range(ge=1)] = 1000
+        scale: float | None = None
+
+:func:`validate_options` checks a mapping of values against such a declaration and returns the
+values converted to the declared types (``1e6`` for an integer is ``1000000``); the first bad
+value raises :class:`rlcore.ConfigError` with one line naming the key and what was expected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+import os
+import sys
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Union
+
+from ._errors import ConfigError
+
+#: The default of an option that has none (a required option).
+REQUIRED: Any = inspect.Parameter.empty
+
+
+@dataclass(frozen=True)
+class Range:
+    """Bounds of a number option, used as ``Annotated[int, Range(ge=1)]``.
+
+    :param ge: the value is at least this.
+    :param gt: the value is above this.
+    :param le: the value is at most this.
+    :param lt: the value is below this.
+    """
+
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+
+    def __contains__(self, value: float) -> bool:
+        return not (
+            (self.ge is not None and value < self.ge)
+            or (self.gt is not None and value <= self.gt)
+            or (self.le is not None and value > self.le)
+            or (self.lt is not None and value >= self.lt)
+        )
+
+    def __str__(self) -> str:
+        parts = [
+            f"{sign} {_number(bound)}"
+            for sign, bound in ((">=", self.ge), (">", self.gt), ("<=", self.le), ("<", self.lt))
+            if bound is not None
+        ]
+        return " and ".join(parts)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One declared option.
+
+    :param name: its key.
+    :param type: its annotation, resolved (``Any`` when it has none or it cannot be resolved).
+    :param default: its default, or :data:`REQUIRED`.
+    """
+
+    name: str
+    type: Any
+    default: Any = REQUIRED
+
+
+def options_of(target: Any) -> tuple[dict[str, Option], bool]:
+    """The options that ``target`` declares: a dataclass's fields, or a callable's keyword parameters.
+
+    :param target: a dataclass type, a function or a class.
+    :return: ``{name: Option}`` and whether ``target`` also takes any other keyword (``**kwargs``).
+    """
+    if dataclasses.is_dataclass(target) and isinstance(target, type):
+        hints = _hints(target)
+        found = {}
+        for f in dataclasses.fields(target):
+            if not f.init:
+                continue
+            default = f.default if f.default is not dataclasses.MISSING else REQUIRED
+            if f.default_factory is not dataclasses.MISSING:
+                default = f.default_factory()
+            found[f.name] = Option(f.name, hints.get(f.name, Any), default)
+        return found, False
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):
+        return {}, True
+    function = target.__init__ if isinstance(target, type) else target
+    found, open_ended = {}, False
+    for name, param in signature.parameters.items():
+        if param.kind is inspect.Parameter.VAR_KEYWORD:
+            open_ended = True
+        elif param.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
+            found[name] = Option(name, _resolve(param.annotation, function), param.default)
+    return found, open_ended
+
+
+def validate_options(
+    key: str,
+    target: Any,
+    values: Mapping[str, Any],
+    skip: Iterable[str] = (),
+) -> dict[str, Any]:
+    """Check ``values`` against the options ``target`` declares and convert them to the declared types.
+
+    :param key: the config key of the whole (``hooks.evaluation``), for messages.
+    :param target: a dataclass type or a callable (see :func:`options_of`).
+    :param values: ``{option: value}``.
+    :param skip: parameters that the caller fills in itself (``exp_name``, ``env``, ...).
+    :return: the converted values.
+    :raises ConfigError: for an unknown option, a missing required one, or a bad value.
+    """
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"{key}: expected a mapping of options, got {values!r}")
+    declared, open_ended = options_of(target)
+    skipped = set(skip)
+    declared = {n: o for n, o in declared.items() if n not in skipped}
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        option = declared.get(name)
+        if option is None:
+            if open_ended:
+                out[name] = value
+                continue
+            raise ConfigError(f"unknown key {key}.{name} (valid choices: {', '.join(declared) or 'none'})")
+        out[name] = check_value(f"{key}.{name}", value, option.type)
+    missing = [n for n, o in declared.items() if o.default is REQUIRED and n not in values]
+    if missing:
+        raise ConfigError(f"{key}.{missing[0]}: required (no default)")
+    return out
+
+
+def check_value(key: str, value: Any, annotation: Any) -> Any:
+    """``value`` converted to ``annotation``, or a :class:`rlcore.ConfigError` naming ``key``.
+
+    Integers accept integral floats (``1e6``); numbers must be finite; ``X | None`` accepts ``null``.
+
+    :param key: the config key, for the message.
+    :param value: the value read.
+    :param annotation: the declared type.
+    """
+    ok, converted = _convert(value, annotation)
+    if ok:
+        return converted
+    if _origin(annotation) is Literal or _is_literal_in_union(annotation):
+        choices = ", ".join(str(c) for c in _literal_choices(annotation))
+        raise ConfigError(f"{key}: unknown value {value!r} (valid choices: {choices})")
+    raise ConfigError(f"{key}: expected {describe(annotation)}, got {value!r}")
+
+
+def describe(annotation: Any) -> str:
+    """What a value of ``annotation`` is, in words: ``an integer of at least 1``, ``a number or null``."""
+    origin, args = _origin(annotation), typing.get_args(annotation)
+    if annotation is Any or annotation is object:
+        return "any value"
+    if origin is typing.Annotated:
+        ranges = [str(m) for m in annotation.__metadata__ if isinstance(m, Range)]
+        return f"{describe(args[0])}{' ' + ' and '.join(ranges) if ranges else ''}"
+    if origin is Union:
+        names = [describe(a) for a in args if a is not type(None)]
+        return " or ".join(names) + (" or null" if type(None) in args else "")
+    if origin is Literal:
+        return "one of " + ", ".join(str(a) for a in args)
+    if origin in (list, tuple, set, frozenset) or annotation in (list, tuple):
+        return f"a list of {_plural(describe(args[0]))}" if args and args[0] is not Any and args[0] is not Ellipsis else "a list"
+    if origin in (dict, Mapping) or annotation in (dict, Mapping):
+        return "a mapping"
+    names = {bool: "true or false", int: "an integer", float: "a number", str: "a string", type(None): "null"}
+    if annotation in names:
+        return names[annotation]
+    if origin is Callable or annotation is Callable or origin is typing.Callable:
+        return "a callable"
+    if annotation in (os.PathLike,):
+        return "a path"
+    return f"a {getattr(annotation, '__name__', annotation)}"
+
+
+# ----------------------------------------------------------------------------- internals
+
+
+def _convert(value: Any, annotation: Any) -> tuple[bool, Any]:
+    """``(True, converted)`` when ``value`` fits ``annotation``, else ``(False, None)``."""
+    origin, args = _origin(annotation), typing.get_args(annotation)
+    if annotation is Any or annotation is object or annotation is REQUIRED:
+        return True, value
+    if origin is typing.Annotated:
+        ok, converted = _convert(value, args[0])
+        if not ok:
+            return False, None
+        in_range = all(converted in m for m in annotation.__metadata__ if isinstance(m, Range) and converted is not None)
+        return (True, converted) if in_range else (False, None)
+    if origin is Union:
+        if value is None:
+            return (True, None) if type(None) in args else (False, None)
+        for arg in args:
+            if arg is type(None):
+                continue
+            ok, converted = _convert(value, arg)
+            if ok:
+                return True, converted
+        return False, None
+    if origin is Literal:
+        return (True, value) if value in args and not (isinstance(value, bool) and True not in args) else (False, None)
+    if annotation is type(None):
+        return (True, None) if value is None else (False, None)
+    if annotation is bool:
+        return (True, value) if isinstance(value, bool) else (False, None)
+    if annotation is int:
+        if isinstance(value, bool):
+            return False, None
+        if isinstance(value, int):
+            return True, value
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            return True, int(value)
+        return False, None
+    if annotation is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return False, None
+        return True, float(value)
+    if annotation is str:
+        return (True, value) if isinstance(value, str) else (False, None)
+    if origin in (list, tuple, set, frozenset) or annotation in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            return False, None
+        if origin is tuple and args and args[-1] is not Ellipsis:  # a fixed-length tuple
+            if len(args) != len(value):
+                return False, None
+            pairs = [_convert(v, a) for v, a in zip(value, args, strict=True)]
+        else:
+            pairs = [_convert(v, args[0] if args else Any) for v in value]
+        if not all(ok for ok, _ in pairs):
+            return False, None
+        return True, [v for _, v in pairs]
+    if origin in (dict, Mapping) or annotation in (dict, Mapping) or _is_mapping_origin(origin):
+        if not isinstance(value, Mapping):
+            return False, None
+        value_type = args[1] if len(args) == 2 else Any
+        pairs = {k: _convert(v, value_type) for k, v in value.items()}
+        if not all(ok for ok, _ in pairs.values()):
+            return False, None
+        return True, {k: v for k, (_, v) in pairs.items()}
+    if annotation is Callable or origin is typing.Callable or _is_callable_origin(origin):
+        return (True, value) if callable(value) else (False, None)
+    if annotation is os.PathLike:
+        return (True, value) if isinstance(value, (str, os.PathLike)) else (False, None)
+    if isinstance(annotation, type):
+        return (True, value) if isinstance(value, annotation) else (False, None)
+    return True, value  # an annotation this checker does not know (a TypeVar, a Protocol, ...)
+
+
+def _origin(annotation: Any) -> Any:
+    origin = typing.get_origin(annotation)
+    return Union if origin is types.UnionType else origin
+
+
+def _is_mapping_origin(origin: Any) -> bool:
+    import collections.abc as cabc
+
+    return origin in (cabc.Mapping, cabc.MutableMapping)
+
+
+def _is_callable_origin(origin: Any) -> bool:
+    import collections.abc as cabc
+
+    return origin is cabc.Callable
+
+
+def _is_literal_in_union(annotation: Any) -> bool:
+    return _origin(annotation) is Union and any(_origin(a) is Literal for a in typing.get_args(annotation))
+
+
+def _literal_choices(annotation: Any) -> list[Any]:
+    if _origin(annotation) is Literal:
+        return list(typing.get_args(annotation))
+    return [c for a in typing.get_args(annotation) if _origin(a) is Literal for c in typing.get_args(a)]
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(cls, include_extras=True)
+    except Exception:  # noqa: BLE001 - a name only imported under TYPE_CHECKING: resolve field by field
+        module = sys.modules.get(cls.__module__)
+        namespace = vars(module) if module else {}
+        return {f.name: _resolve(f.type, None, namespace) for f in dataclasses.fields(cls)}
+
+
+def _resolve(annotation: Any, function: Any, namespace: Mapping[str, Any] | None = None) -> Any:
+    """An annotation, its string form (postponed evaluation) evaluated in the function's module; ``Any`` if that fails."""
+    if annotation is inspect.Parameter.empty:
+        return Any
+    if not isinstance(annotation, str):
+        return annotation
+    if namespace is None:
+        namespace = getattr(inspect.unwrap(function), "__globals__", {}) if function is not None else {}
+    try:
+        return eval(annotation, {"typing": typing, **namespace})  # noqa: S307 - annotations of installed code
+    except Exception:  # noqa: BLE001 - a name only imported under TYPE_CHECKING
+        return Any
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _plural(words: str) -> str:
+    for article in ("an ", "a "):
+        if words.startswith(article):
+            head, _, rest = words[len(article) :].partition(" ")
+            return f"{head}s{' ' + rest if rest else ''}"
+    return words
+
+
+__all__ = ["Option", "REQUIRED", "Range", "check_value", "describe", "options_of", "validate_options"]
