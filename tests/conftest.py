@@ -1,4 +1,8 @@
-"""Shared fixtures: the test plugins of tests/plugins/, pip-installed as real distributions into a temporary site."""
+"""Shared fixtures: the test plugins of tests/plugins/, pip-installed as real distributions into a temporary site.
+
+The installing is rl-core's author kit's (``rlcore.testing.pip_install`` and ``use_site``), as a
+plugin author's tests would do it.
+"""
 
 from __future__ import annotations
 
@@ -10,36 +14,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 import rlcore
 from rlcore._plugins import refresh_entry_points
+from rlcore.testing import pip_install, use_site
 
 TEST_PLUGINS = Path(__file__).parent / "plugins"
 
 
 @pytest.fixture(scope="session")
 def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory holding the test plugins, installed by pip (``--target``) with their entry points."""
+    """A directory holding the test plugins, installed by one pip run (``--target``) with their entry points."""
     site = tmp_path_factory.mktemp("site")
-    build = tmp_path_factory.mktemp("build")
-    for project in sorted(TEST_PLUGINS.iterdir()):
-        # each project is built from a copy so that no build/ or egg-info lands in the source tree
-        copy = build / project.name
-        subprocess.run(["cp", "-r", str(project), str(copy)], check=True)
-        subprocess.run(
-            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(site), str(copy)],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
+    pip_install(sorted(TEST_PLUGINS.iterdir()), site)
     return site
 
 
 @pytest.fixture
 def with_plugins(plugin_site: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Make the test plugins discoverable in this process (and in subprocesses through PYTHONPATH)."""
-    monkeypatch.syspath_prepend(str(plugin_site))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(plugin_site), os.environ.get("PYTHONPATH", "")]))
+    use_site(plugin_site, monkeypatch)
     monkeypatch.delenv("RLCORE_PLUGINS", raising=False)
-    refresh_entry_points()
     yield plugin_site
     refresh_entry_points()
 

@@ -17,7 +17,7 @@ def test_test_plugin_is_discovered_with_its_hooks_and_provides(with_plugins):
     assert info.distribution == "rl-plugin-hookrecorder"
     assert info.version == "1.2.3"
     assert "rl_post_optim_log" in info.hooks and "rl_setup" in info.hooks
-    assert info.provides == {"algorithms": ["toy"], "commands": ["recorder-hello"], "envs": ["short-cartpole"], "hooks": ["counter"]}
+    assert info.provides == {"algorithms": ["toy"], "commands": ["recorder-hello"], "envs": ["opaque-cartpole", "short-cartpole"], "hooks": ["counter"]}
 
 
 def test_builtins_are_plugins_and_blockable(with_plugins):
@@ -108,9 +108,9 @@ def test_duplicate_names_are_a_clear_error(with_plugins):
 
 
 def test_missing_first_party_capability_names_the_distribution(with_plugins):
-    pm = rlcore.get_plugin_manager(block=["broken", "badhook", "badsig"])
-    with pytest.raises(rlcore.ConfigError, match=r"algo.name: unknown algorithm 'dqn' .*toy.*; install rl-plugin-dqn for it"):
-        pm.factory("algorithms", "dqn", key="algo.name")
+    pm = rlcore.PluginManager(discover=False)  # nothing installed
+    with pytest.raises(rlcore.ConfigError, match=r"algo.name: unknown algorithm 'ppo' \(valid choices: none installed\); install rl-plugin-pg for it"):
+        pm.factory("algorithms", "ppo", key="algo.name")
     blocked = rlcore.get_plugin_manager(only=["hookrecorder"])
     if "pg" in blocked.infos:  # rl-plugin-pg is installed in the development set-up
         with pytest.raises(rlcore.PluginError, match=r"algorithm 'ppo' needs plugin 'pg' \(rl-plugin-pg\), which is blocked"):

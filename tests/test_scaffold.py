@@ -2,73 +2,73 @@
 
 from __future__ import annotations
 
-import json
 import os
-import site
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+
 import rlcore
+from rlcore import _scaffold
 from rlcore._scaffold import check_name, next_steps, scaffold
+from rlcore.testing import pip_install, rlctl_plugins_list
 
 NAME = "scaffold-demo"  # an entry-point name no other test plugin uses
+ROOT = Path(__file__).parents[1]
+RUN: dict[str, Any] = {"capture_output": True, "text": True, "timeout": 180}
 
 
-def _clean_env() -> dict[str, str]:
+def _clean_env(**extra: str) -> dict[str, str]:
     """The environment of a user's shell: no test-only search paths, no plugin restriction."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RLCORE_PLUGINS")}
-    return {**env, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    return {**env, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONDONTWRITEBYTECODE": "1", **extra}
 
 
-def _venv(root: Path) -> Path:
-    """A fresh venv that also sees this interpreter's packages (rl-core, torch, pytest, setuptools).
+def test_new_then_pip_install_then_pytest_passes(tmp_path: Path) -> None:
+    """``rlctl plugins new X && pip install ./X && pytest X``, as the issue says, in a user's shell.
 
-    ``venv --system-site-packages`` would only expose the *base* interpreter's site-packages, not
-    those of the venv these tests run in, so a ``.pth`` file adds them with ``site.addsitedir``
-    (which also runs their ``.pth`` files: editable installs keep working). The venv's own
-    site-packages stay first on ``sys.path``.
+    pip installs into a site of its own (``--target``, on ``PYTHONPATH``), so that the installed
+    distribution, not the source tree, is what the generated tests and ``rlctl`` meet.
     """
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
-    python = root / "bin" / "python"
-    venv_site = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()
-    lines = [f"import site; site.addsitedir({path!r})" for path in site.getsitepackages()]
-    (Path(venv_site) / "_outer_site.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return python
+    new = subprocess.run([sys.executable, "-m", "rlcore", "plugins", "new", NAME], cwd=tmp_path, env=_clean_env(), **RUN)
+    assert new.returncode == 0, new.stderr
+    project = tmp_path / f"rl-plugin-{NAME}"
+    assert pip_install([project], tmp_path / "site") == [f"rl-plugin-{NAME}"]
+    env = _clean_env(PYTHONPATH=str(tmp_path / "site"))
 
-
-def test_scaffolded_plugin_installs_and_passes_its_own_tests(tmp_path: Path) -> None:
-    project = scaffold(NAME, tmp_path)
-    assert project == tmp_path / f"rl-plugin-{NAME}"
-    python = _venv(tmp_path / "venv")
-    env = _clean_env()
-    install = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q",
-         "--no-deps", "--no-build-isolation", "--no-index", str(project)],
-        capture_output=True, text=True, env=env, timeout=120,
-    )
-    assert install.returncode == 0, install.stdout + install.stderr
-
-    tests = subprocess.run(
-        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-        cwd=project, capture_output=True, text=True, env=env, timeout=120,
-    )
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", project.name], cwd=tmp_path, env=env, **RUN)
     assert tests.returncode == 0, tests.stdout + tests.stderr
-    assert "5 passed" in tests.stdout
+    assert "6 passed" in tests.stdout, tests.stdout
 
-    listing = subprocess.run(
-        [str(python), "-m", "rlcore", "plugins", "list", "--json"],
-        capture_output=True, text=True, env=env, timeout=60,
-    )
-    assert listing.returncode == 0, listing.stderr
-    info = {entry["name"]: entry for entry in json.loads(listing.stdout)}[NAME]
-    assert info["status"] == "ok"
-    assert info["distribution"] == f"rl-plugin-{NAME}"
+    info = rlctl_plugins_list(env=env).entry(NAME)
+    assert (info["status"], info["distribution"], info["version"]) == ("ok", f"rl-plugin-{NAME}", "0.1.0")
     assert info["provides"] == {"hooks": ["scaffold_demo"]}
+    assert not list(project.rglob("*.egg-info")) and not (project / "build").exists()  # pip built a copy
+
+
+def test_generated_code_is_lint_clean_in_the_house_style(tmp_path: Path) -> None:
+    project = scaffold(NAME, tmp_path)
+    config = str(ROOT / "pyproject.toml")
+    lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--config", config, str(project)], **RUN)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    for path in project.rglob("*.py"):
+        compile(path.read_text(encoding="utf-8"), str(path), "exec")
+
+
+def test_templates_are_package_data_with_no_placeholder_left(tmp_path: Path) -> None:
+    templates = Path(rlcore.__file__).parent / "templates" / "plugin"
+    names = sorted(str(p.relative_to(templates)) for p in templates.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    assert all(name.endswith(".tmpl") for name in names), names
+    project = scaffold("reward-stats", tmp_path)
+    for path in project.rglob("*"):
+        if path.is_file():
+            text = path.read_text(encoding="utf-8")
+            assert not re.search(r"\$\{?[a-z_]+", text), f"{path}: placeholder left"
+    constants = [name for name, value in vars(_scaffold).items() if isinstance(value, str) and "\n" in value and name != "__doc__"]
+    assert not constants, f"templates belong in rlcore/templates/, not in _scaffold.py: {constants}"
 
 
 def test_scaffold_writes_the_documented_layout(tmp_path: Path) -> None:

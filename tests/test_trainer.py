@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +18,9 @@ STEP = ["process_optim_batch", "post_loss", "optimizer", "post_optim", "post_opt
 END = ["post_steps", "post_steps_log"]
 
 
-def make_trainer(pm: rlcore.PluginManager, run_dir: Path, **trainer: Any) -> rlcore.Trainer:
+def make_trainer(pm: rlcore.PluginManager, run_dir: Path, resume: bool = False, **trainer: Any) -> rlcore.Trainer:
     config = {"algo": {"name": "toy"}, "trainer": {"seed": 1, **trainer}, "loggers": {"csv": {}}}
-    return rlcore.build_trainer(config, run_dir=run_dir, plugin_manager=pm)
+    return rlcore.build_trainer(config, run_dir=run_dir, plugin_manager=pm, resume=resume)
 
 
 def metrics(run_dir: Path) -> list[dict[str, str]]:
@@ -186,10 +188,10 @@ def test_trainer_hook_base_state_round_trips_through_a_checkpoint(toy_pm, tmp_pa
     hook.register(trainer, "counter")
     trainer.train()
     assert hook.count == 8
-    fresh = make_trainer(toy_pm, tmp_path)
+    fresh = make_trainer(toy_pm, tmp_path, resume=True)
     restored = CountingHook()
     restored.register(fresh, "counter")
-    path = fresh.load_from_file()
+    path = fresh.load_from_file()  # once more, now that the hook is registered
     assert path.name == "ckpt-000000000256.pt"
     assert restored.count == 8 and fresh.collected_frames == 256 and fresh.optim_steps == 8
     for a, b in zip(trainer.loss_module.parameters(), fresh.loss_module.parameters()):
@@ -225,12 +227,41 @@ class FailingLogger(rlcore.Logger):
         raise OSError("disk full")
 
 
-def test_failing_logger_is_reported_once_and_dropped(toy_pm, tmp_path, capsys):
+def test_failing_logger_is_reported_once_and_dropped(toy_pm, tmp_path):
     trainer = make_trainer(toy_pm, tmp_path)
-    trainer.loggers.append(FailingLogger("x", tmp_path))
-    trainer.train()
-    err = capsys.readouterr().err
-    assert err.count("FailingLogger failed and is dropped: disk full") == 1
+    trainer.loggers.append(trainer.guard(FailingLogger("x", tmp_path)))
+    with pytest.warns(UserWarning) as caught:
+        trainer.train()
+    dropped = [str(w.message) for w in caught if "dropped" in str(w.message)]
+    assert dropped == ["logger FailingLogger failed: OSError: disk full; it is dropped and the run goes on"]
+    assert [r["frames"] for r in metrics(tmp_path) if r["name"] == "loss/objective"] == ["64", "128", "192", "256"]
+
+
+class HangingLogger(rlcore.Logger):
+    """A backend that stops answering at its second write (a server that went away)."""
+
+    def __init__(self, exp_name, log_dir):
+        super().__init__(exp_name, log_dir)
+        self.writes = 0
+        self.release = threading.Event()
+
+    def log_scalars(self, values, step):
+        self.writes += 1
+        if self.writes == 2:
+            self.release.wait(60)
+
+
+def test_a_logger_that_stops_answering_is_dropped_at_its_deadline(toy_pm, tmp_path):
+    config = {"algo": {"name": "toy"}, "trainer": {"seed": 1, "logger_timeout": 0.5, "save_trainer_interval": 64}, "loggers": {"csv": {}}}
+    trainer = rlcore.build_trainer(config, run_dir=tmp_path, plugin_manager=toy_pm)
+    hanging = HangingLogger("x", tmp_path)
+    trainer.loggers.append(trainer.guard(hanging))
+    start = time.monotonic()
+    with pytest.warns(UserWarning, match=r"logger HangingLogger did not answer within 0.5 s; it is dropped and the run goes on"):
+        trainer.train()
+    hanging.release.set()
+    assert time.monotonic() - start < 10  # the run waited once, for the deadline, not for the backend
+    assert trainer.collected_frames == 256 and all(getattr(one, "logger", None) is not hanging for one in trainer.loggers)
     assert [r["frames"] for r in metrics(tmp_path) if r["name"] == "loss/objective"] == ["64", "128", "192", "256"]
 
 
@@ -318,14 +349,27 @@ def test_clip_by_value(toy_pm, tmp_path):
 
 
 def test_envs_that_cannot_be_saved_resume_with_fresh_episodes(toy_pm, tmp_path):
-    config = {"algo": {"name": "toy"}, "env": {"vectorization": "async"}, "trainer": {"total_frames": 64, "seed": 0}}
+    config = {"algo": {"name": "toy"}, "env": {"id": "opaque-cartpole"}, "trainer": {"total_frames": 64, "seed": 0}}
     trainer = rlcore.build_trainer(config, run_dir=tmp_path, plugin_manager=toy_pm)
     trainer.train()
-    resumed = rlcore.build_trainer({**config, "trainer": {"total_frames": 128, "seed": 0}}, run_dir=tmp_path, plugin_manager=toy_pm)
     with pytest.warns(UserWarning, match="cannot be saved .*starts fresh episodes"):
-        resumed.load_from_file()
+        resumed = rlcore.build_trainer({**config, "trainer": {"total_frames": 128, "seed": 0}}, run_dir=tmp_path, plugin_manager=toy_pm, resume=True)
     resumed.train()
     assert resumed.collected_frames == 128
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "async"])
+def test_resume_continues_the_running_episodes_of_sync_and_async_envs(toy_pm, tmp_path, vectorization):
+    config = {"algo": {"name": "toy"}, "env": {"vectorization": vectorization}, "trainer": {"total_frames": 64, "seed": 0}}
+    whole = rlcore.build_trainer({**config, "trainer": {"total_frames": 128, "seed": 0}}, run_dir=tmp_path / "whole", plugin_manager=toy_pm)
+    whole.train()
+    half = rlcore.build_trainer(config, run_dir=tmp_path / "half", plugin_manager=toy_pm)
+    half.train()
+    resumed = rlcore.build_trainer({**config, "trainer": {"total_frames": 128, "seed": 0}}, run_dir=tmp_path / "half", plugin_manager=toy_pm, resume=True)
+    resumed.train()
+    for a, b in zip(whole.loss_module.parameters(), resumed.loss_module.parameters()):
+        assert torch.equal(a, b)
+    assert resumed.collector.finished_episodes[0].tolist() == whole.collector.finished_episodes[0].tolist()
 
 
 @pytest.mark.parametrize("max_norm", [1e-3, 1e3])

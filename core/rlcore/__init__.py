@@ -19,6 +19,9 @@ _LAZY = {
     "CheckpointBackend": "._checkpoint",
     "CheckpointError": "._checkpoint",
     "Collector": "._collector",
+    "CollectorProtocol": "._collector",
+    "EnvWrapperProtocol": "._envs",
+    "SaveableVectorEnv": "._envs",
     "Logger": "._logger",
     "PluginInfo": "._plugins",
     "PluginManager": "._plugins",
@@ -27,8 +30,6 @@ _LAZY = {
     "build_trainer": "._run",
     "evaluate": "._evaluate",
     "make_vector_env": "._envs",
-    "VideoWriter": "._video",
-    "write_mp4": "._video",
     "generate_exp_name": "._logger",
     "get_logger": "._logger",
     "get_plugin_manager": "._plugins",
@@ -37,7 +38,9 @@ _LAZY = {
     "dump_config": "._config",
     "default_config": "._config",
     "Range": "._options",
+    "RunPath": "._options",
     "validate_options": "._options",
+    "check_value": "._options",
 }
 
 __all__ = [
@@ -45,18 +48,22 @@ __all__ = [
     "CheckpointBackend",
     "CheckpointError",
     "Collector",
+    "CollectorProtocol",
     "ConfigError",
+    "EnvWrapperProtocol",
     "Logger",
     "PluginError",
     "PluginInfo",
     "PluginManager",
     "RLCoreError",
     "Range",
+    "RunPath",
+    "SaveableVectorEnv",
     "Trainer",
     "TrainerHookBase",
-    "VideoWriter",
     "__version__",
     "build_trainer",
+    "check_value",
     "default_config",
     "dump_config",
     "evaluate",
@@ -69,22 +76,20 @@ __all__ = [
     "make_vector_env",
     "save_config",
     "validate_options",
-    "write_mp4",
 ]
 
 if TYPE_CHECKING:
     from ._checkpoint import CheckpointBackend, CheckpointError
-    from ._collector import Collector
-    from ._evaluate import evaluate
+    from ._collector import Collector, CollectorProtocol
     from ._config import default_config, dump_config, load_config, save_config
-    from ._envs import make_vector_env
+    from ._envs import EnvWrapperProtocol, SaveableVectorEnv, make_vector_env
+    from ._evaluate import evaluate
     from ._logger import Logger, generate_exp_name, get_logger
-    from ._options import Range, validate_options
+    from ._options import Range, RunPath, check_value, validate_options
     from ._plugins import PluginInfo, PluginManager, get_plugin_manager
     from ._registry import Algorithm
     from ._run import build_trainer
     from ._trainer import Trainer, TrainerHookBase
-    from ._video import VideoWriter, write_mp4
 
 
 def __getattr__(name: str) -> Any:

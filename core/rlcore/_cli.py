@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,10 +15,10 @@ from typing import Any
 import click
 
 from ._errors import ConfigError, RLCoreError
-from ._plugins import PluginInfo, PluginManager, parse_names
+from ._plugins import PluginInfo, PluginManager, parse_names, where_failed
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+SIGNAL_EXIT: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
 def _preparse(argv: Sequence[str]) -> tuple[list[str] | None, list[str]]:
@@ -107,72 +108,89 @@ def make_cli(pm: PluginManager) -> click.Group:
     @click.option("--resume", type=click.Path(file_okay=False), help="Continue the run in RUN_DIR from its last good checkpoint.")
     @click.option("--algo", help="algo.name")
     @click.option("--env", "env_id", help="env.id")
-    @click.option("--frames", type=int, help="trainer.total_frames")
-    @click.option("--seed", type=int, help="trainer.seed")
+    @click.option("--frames", help="trainer.total_frames (1e6 and 1_000_000 work)")
+    @click.option("--seed", help="trainer.seed")
     @click.option("--logger", "logger_names", multiple=True, metavar="NAME", help="Add a logger (repeatable).")
-    @click.option("--out", type=click.Path(file_okay=False), help="The run directory (default runs/<algo>_<env>_<time>_<id>).")
+    @click.option("--out", type=click.Path(file_okay=False), help="The run directory, new or empty (default runs/<algo>_<env>_<time>_<id>).")
+    @click.option("--force", is_flag=True, help="Start the run in --out afresh, deleting the run that is there.")
     def train(
         config_file: str | None,
         overrides: tuple[str, ...],
         resume: str | None,
         algo: str | None,
         env_id: str | None,
-        frames: int | None,
-        seed: int | None,
+        frames: str | None,
+        seed: str | None,
         logger_names: tuple[str, ...],
         out: str | None,
+        force: bool,
     ) -> int:
         """Train from CONFIG (YAML), the defaults and the overrides."""
         from ._config import CONFIG_FILE, load_config
         from ._run import build_trainer
 
         run_dir = out
+        if resume and out is not None and Path(out) != Path(resume):
+            raise click.UsageError("--out and --resume name different run directories; --resume continues the run where it is")
+        if resume and force:
+            raise click.UsageError("--force starts a run afresh and --resume continues it: choose one")
         if resume:
+            from ._run import check_same_algorithm
+
+            if algo is not None:
+                check_same_algorithm(Path(resume), algo)
             run_dir = resume
             config_file = config_file or str(Path(resume) / CONFIG_FILE)
         sections: dict[str, Any] = {}
-        shortcuts = {("algo", "name"): algo, ("env", "id"): env_id, ("trainer", "total_frames"): frames, ("trainer", "seed"): seed}
+        shortcuts = {("algo", "name"): algo, ("env", "id"): env_id}
+        numbers = {("trainer", "total_frames"): frames, ("trainer", "seed"): seed}  # read as --set reads values
         for (section, key), value in shortcuts.items():
             if value is not None:
                 sections.setdefault(section, {})[key] = value
+        overrides = tuple(f"{section}.{key}={value}" for (section, key), value in numbers.items() if value is not None) + overrides
         if logger_names:
             sections["loggers"] = {name: {} for name in logger_names}
         config = load_config(config_file, overrides=overrides, plugin_manager=pm, **sections)
         for info in pm.broken():
             click.echo(f"rlctl: warning: plugin {info.name!r} ({info.distribution}) is not loaded: {info.status[7:]}", err=True)
-        trainer = build_trainer(config, run_dir=run_dir, plugin_manager=pm)
-        if resume:
-            path = trainer.load_from_file()
-            click.echo(f"rlctl: resumed from {path} at {trainer.collected_frames} frames", err=True)
+        trainer = build_trainer(config, run_dir=run_dir, plugin_manager=pm, resume=bool(resume), force=force)
+        if trainer.resumed_from is not None:
+            click.echo(f"rlctl: resumed from {trainer.resumed_from} at {trainer.collected_frames} frames", err=True)
         received = _stop_on_signals(trainer)
         trainer.train()
         click.echo(f"rlctl: {trainer.collected_frames} frames, run directory {trainer.run_dir}", err=True)
         return SIGNAL_EXIT[received[0]] if received else EXIT_OK
 
-    @cli.command("eval")
+    @cli.command("eval", cls=ReportCommand)
     @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
-    @click.option("--episodes", default=10, show_default=True, help="Episodes to run.")
-    @click.option("--checkpoint", "checkpoint_path", type=click.Path(exists=True), help="A checkpoint of RUN_DIR (default: the last good one).")
+    @click.option("--episodes", type=click.IntRange(min=1), default=10, show_default=True, help="Episodes to run.")
+    @click.option(
+        "--checkpoint", "checkpoint_path", type=click.Path(exists=True), help="A checkpoint of RUN_DIR (default: the last good one)."
+    )
     @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the evaluation env.")
-    @click.option("--video", is_flag=True, help="Record the first episode to RUN_DIR/videos/ (needs rl-core[video]).")
-    def evaluate_cmd(run_dir: str, episodes: int, checkpoint_path: str | None, seed: int, video: bool) -> None:
-        """Evaluate a run's policy deterministically (mode of its distribution)."""
+    def evaluate_cmd(
+        run_dir: str, episodes: int, checkpoint_path: str | None, seed: int, **evaluate_kwargs: Any
+    ) -> dict[str, Any]:
+        """Evaluate a run's policy deterministically (mode of its distribution); print a JSON report.
+        \f
+        Plugins extend this command in ``rl_register_commands``: they append options to
+        ``cli.commands["eval"].params`` and wrap its ``callback``, which takes ``run_dir``, ``episodes``,
+        ``checkpoint_path`` and ``seed``, passes any other keyword argument (``env_kwargs``, ``on_frame``)
+        on to :func:`rlcore._evaluate.evaluate_run`, and returns the report, which the wrapper may extend.
+        """
         from ._evaluate import evaluate_run
 
-        result = evaluate_run(run_dir, episodes=episodes, checkpoint=checkpoint_path, seed=seed, video=video, plugin_manager=pm)
-        click.echo(json.dumps(result, indent=2))
-
-    @cli.command()
-    @click.argument("run_dirs", metavar="RUN_DIR...", nargs=-1, required=True, type=click.Path(file_okay=False))
-    @click.option("-o", "--output", default="curves.png", show_default=True, type=click.Path(dir_okay=False), help="The image to write.")
-    @click.option("--metric", "metrics", multiple=True, default=("train/episode_return",), show_default=True, help="A metric to draw (repeatable).")
-    def plot(run_dirs: tuple[str, ...], output: str, metrics: tuple[str, ...]) -> None:
-        """Draw the learning curves of one or more runs."""
-        from ._plot import plot_runs
-
-        click.echo(plot_runs(list(run_dirs), list(metrics), output))
+        return evaluate_run(run_dir, episodes=episodes, checkpoint=checkpoint_path, seed=seed, plugin_manager=pm, **evaluate_kwargs)
 
     return cli
+
+
+class ReportCommand(click.Command):
+    """A command whose callback returns a report (a mapping), printed as JSON once the callback (and any
+    plugin's wrapper of it) has returned."""
+
+    def invoke(self, ctx: click.Context) -> None:
+        click.echo(json.dumps(super().invoke(ctx), indent=2))
 
 
 def _describe(info: PluginInfo) -> str:
@@ -201,18 +219,52 @@ def _stop_on_signals(trainer: Any) -> list[int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``rlctl``; returns (and exits with) 0 ok, 1 training failed, 2 bad usage or config."""
+    """Run ``rlctl``; returns (and exits with) 0 ok, 1 failed, 2 bad usage or config, 130/143 stopped by a signal."""
     argv = list(sys.argv[1:] if argv is None else argv)
     only, block = _preparse(argv)
-    pm = PluginManager(only=only, block=block)
-    cli = make_cli(pm)
-    for impl in pm.hook.rl_register_commands.get_hookimpls():
-        try:
-            impl.function(cli=cli)
-        except Exception as err:  # noqa: BLE001 - a broken plugin must not break rlctl
-            pm.infos[impl.plugin_name].status = f"error: rl_register_commands failed: {err}"
-    code = _run(cli, argv)
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        pm = PluginManager(only=only, block=block)
+        cli = make_cli(pm)
+        for impl in pm.hook.rl_register_commands.get_hookimpls():
+            try:
+                impl.function(cli=cli)
+            except Exception as err:  # a broken plugin must not break rlctl
+                pm.infos[impl.plugin_name].status = f"error: rl_register_commands failed: {err}"
+        code = _run(cli, argv)
     sys.exit(code)
+
+
+def _install_hint(message: str) -> str | None:
+    """``"plot comes with rl-plugin-plot: pip install rl-plugin-plot"`` for a command or option of a first-party plugin."""
+    from ._plugins import FIRST_PARTY
+
+    for name, dist in FIRST_PARTY["commands"].items():
+        command, _, option = name.partition(" ")
+        missing = f"No such option: {option}" if option else f"No such command '{command}'"
+        if missing in message:
+            return f"{name} comes with {dist}: pip install {dist}"
+    return None
+
+
+def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
+    """Warnings as one line each: ``rlctl: warning: ...``."""
+    click.echo(f"rlctl: warning: {message}", err=True)
+
+
+#: What failed, by command, for the last line of an unexpected error.
+_FAILED = {"train": "training", "eval": "evaluation", "config": "config show", "plugins": "plugins", "plot": "plotting"}
+
+
+def _command(argv: list[str]) -> str:
+    """The sub-command named in ``argv`` (after the global ``--plugin``/``--no-plugin`` options)."""
+    args = iter(argv)
+    for arg in args:
+        if arg in ("--plugin", "--no-plugin"):
+            next(args, None)
+        elif not arg.startswith("-"):
+            return arg
+    return ""
 
 
 def _run(cli: click.Group, argv: list[str]) -> int:
@@ -224,6 +276,9 @@ def _run(cli: click.Group, argv: list[str]) -> int:
         return done.exit_code
     except click.ClickException as err:
         err.show()
+        hint = _install_hint(err.format_message())
+        if hint:
+            click.echo(f"rlctl: {hint}", err=True)
         return EXIT_USAGE
     except (ConfigError, RLCoreError) as err:
         _echo_error(str(err))
@@ -231,9 +286,10 @@ def _run(cli: click.Group, argv: list[str]) -> int:
     except KeyboardInterrupt:
         click.echo("rlctl: interrupted", err=True)
         return 130
-    except Exception as err:  # noqa: BLE001 - training failed: the traceback helps, the last line says what
+    except Exception as err:
         if os.environ.get("RLCORE_TRACEBACK", "1") != "0":
             traceback.print_exc()
-        _echo_error(f"training failed: {type(err).__name__}: {err}")
+        command = _command(argv)
+        _echo_error(f"{_FAILED.get(command, command)} failed: {where_failed(err)}{type(err).__name__}: {err}")
         return EXIT_FAILED
     return result if isinstance(result, int) else EXIT_OK

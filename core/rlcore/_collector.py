@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
-from tensordict import TensorDict
+from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import InteractionType, set_interaction_type
 
 
@@ -20,12 +20,46 @@ def _to_tensor(array: Any, device: torch.device) -> torch.Tensor:
     return tensor if device.type == "cpu" else tensor.to(device)
 
 
+@runtime_checkable
+class CollectorProtocol(Protocol):
+    """What the trainer needs from a collector (:class:`rlcore.Collector` is one; a remote one is another).
+
+    Iterating yields batches: TensorDicts of shape ``[envs, time]`` with TorchRL's keys. The
+    trainer reads :attr:`policy` and :attr:`finished_episodes` after each batch, seeds the
+    collector once, checkpoints it, pushes new weights to it through
+    :meth:`update_policy_weights_` and shuts it down when training ends.
+    """
+
+    #: the collection policy (a ``tensordict.nn`` module reading ``observation``, writing ``action``)
+    policy: Any
+    #: ``(returns, lengths)``: numpy arrays of the episodes that ended in the last batch, unscaled rewards
+    finished_episodes: tuple[Any, Any]
+
+    def __iter__(self) -> Iterator[TensorDictBase]:
+        """Batches ``[envs, time]``, without end: the trainer decides when to stop."""
+
+    def set_seed(self, seed: int) -> None:
+        """Seed the envs (env ``i`` with ``seed + i``) and the action sampling before the next batch."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where collection stands (observations, running episodes, the envs' state where it can be saved)."""
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from :meth:`state_dict`."""
+
+    def update_policy_weights_(self, policy_weights: Any = None) -> None:
+        """Make the envs act with the trainer's current policy weights (a no-op when they share the policy)."""
+
+    def shutdown(self) -> None:
+        """Stop collecting and close the envs."""
+
+
 #: ``observer(render, done)``: see :meth:`Collector.add_step_observer`.
 StepObserver = Callable[[Callable[[], Any], np.ndarray], None]
 
 
 class Collector:
-    """Collects ``frames_per_batch`` frames at a time from a vector env.
+    """Collects ``frames_per_batch`` frames at a time from a vector env (a :class:`CollectorProtocol`).
 
     The env must auto-reset in Gymnasium's ``SAME_STEP`` mode (``rlcore.make_vector_env`` does
     this), so that the true final observation of an episode is at hand: it is written to
@@ -133,7 +167,7 @@ class Collector:
         self._count_episodes(np.stack(raw_rewards, axis=1), terminated_np | truncated_np)
         terminated_t = torch.as_tensor(terminated_np, device=device).unsqueeze(-1)
         truncated_t = torch.as_tensor(truncated_np, device=device).unsqueeze(-1)
-        batch = {key: torch.stack(values, dim=1) for key, values in columns.items()}
+        batch: dict[str, Any] = {key: torch.stack(values, dim=1) for key, values in columns.items()}
         batch["next"] = {
             "observation": torch.stack(next_obs_list, dim=1),
             "reward": torch.as_tensor(np.stack(rewards, axis=1), dtype=torch.float32, device=device).unsqueeze(-1),
@@ -162,21 +196,22 @@ class Collector:
     def state_dict(self) -> dict[str, Any]:
         """Where collection stands: current observations, running episodes, and the envs' own state.
 
-        Envs that cannot be saved (see :func:`rlcore._envs.vector_env_state`) are recorded as
-        ``None``: a resumed run then starts fresh episodes.
+        The envs are saved when the vector env is a :class:`rlcore.SaveableVectorEnv` that can
+        capture them now; otherwise they are recorded as ``None`` and a resumed run starts fresh episodes.
         """
-        from ._envs import vector_env_state
+        from ._envs import base_env
 
+        base = base_env(self.env)
         return {
             "observation": None if self._obs is None else self._obs.clone(),  # not an inference tensor
             "episode_return": torch.from_numpy(self._episode_return.copy()),
             "episode_length": torch.from_numpy(self._episode_length.copy()),
-            "envs": vector_env_state(self.env) if self._obs is not None else None,
+            "envs": base.env_state() if self._obs is not None and hasattr(base, "env_state") else None,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`; without saved envs, episodes restart (with a warning)."""
-        from ._envs import load_vector_env_state
+        from ._envs import base_env
 
         self._seed = None
         if state.get("envs") is None or state.get("observation") is None:
@@ -186,10 +221,16 @@ class Collector:
             )
             self._obs = None
             return
-        load_vector_env_state(self.env, state["envs"])
+        base_env(self.env).load_env_state(state["envs"])
         self._obs = state["observation"].to(self.device)
         self._episode_return = state["episode_return"].numpy().copy()
         self._episode_length = state["episode_length"].numpy().copy()
+
+    def update_policy_weights_(self, policy_weights: Any = None) -> None:
+        """Nothing to do: the envs of this collector act with the trainer's own policy object.
+
+        :param policy_weights: ignored (TorchRL's signature).
+        """
 
     def shutdown(self) -> None:
         """Close the envs."""

@@ -30,14 +30,15 @@ class EnvSection:
 
     :param id: a Gymnasium id, or an env registered by a plugin (``rl_register_envs``).
     :param num_envs: copies stepped side by side.
-    :param vectorization: ``sync`` (one process) or ``async`` (a process per env).
+    :param vectorization: a vector-env backend: ``sync`` (one process), ``async`` (a process per env),
+        or one registered by a plugin.
     :param kwargs: keyword arguments of the env (``render_mode``, ``max_episode_steps``, ...).
     :param wrappers: ``{name: options}`` of vector-env wrappers, applied in order.
     """
 
     id: str = "CartPole-v1"
     num_envs: Positive = 4
-    vectorization: Literal["sync", "async"] = "sync"
+    vectorization: str = "sync"
     kwargs: dict[str, Any] = field(default_factory=dict)
     wrappers: dict[str, dict[str, Any] | None] = field(default_factory=dict)
 
@@ -87,6 +88,7 @@ class TrainerSection:
     :param progress_bar: show a progress bar on a terminal.
     :param device: where the loss module runs (``cpu``, ``cuda``, ``cuda:1``, ``mps``).
     :param num_threads: torch threads on CPU; ``null``: torch's default.
+    :param logger_timeout: seconds a logger may take to set up or to write; one that takes longer is dropped.
     """
 
     total_frames: Positive = 100_000
@@ -94,12 +96,13 @@ class TrainerSection:
     optim_steps_per_batch: Positive | None = None
     clip_grad_norm: bool = True
     clip_norm: Annotated[float, Range(gt=0)] | None = None
-    seed: Annotated[int, Range(ge=0, lt=2**63)] | None = None
+    seed: Annotated[int, Range(ge=0, le=2**32 - 1)] | None = None
     log_interval: NonNegative = 1
     save_trainer_interval: Positive = 10_000
     progress_bar: bool = True
     device: str = "cpu"
     num_threads: Positive | None = 1
+    logger_timeout: Annotated[float, Range(gt=0)] = 10.0
 
 
 @dataclass
@@ -171,7 +174,7 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as err:
         raise ConfigError(f"{path}: cannot read config file ({getattr(err, 'strerror', None) or err})") from None
     try:
-        data = yaml.load(text, Loader=yaml_loader()) or {}  # noqa: S506 - a safe loader
+        data = yaml.load(text, Loader=yaml_loader()) or {}
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -189,7 +192,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not sep or not key.strip():
         raise ConfigError(f"--set {text!r}: expected KEY=VALUE, e.g. trainer.total_frames=50000")
     try:
-        value = yaml.load(raw, Loader=yaml_loader()) if raw.strip() else ""  # noqa: S506 - a safe loader
+        value = yaml.load(raw, Loader=yaml_loader()) if raw.strip() else ""
     except yaml.YAMLError:
         value = raw
     return key.strip().split("."), value
@@ -256,11 +259,53 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: Any) -> dict[str, An
     for entry, values in config["env"]["wrappers"].items():
         factory = plugin_manager.factory("env_wrappers", entry, key="env.wrappers")
         config["env"]["wrappers"][entry] = validate_options(f"env.wrappers.{entry}", factory, values or {}, ("env",))
+    plugin_manager.factory("vectorizations", config["env"]["vectorization"], key="env.vectorization")
     source = "CKPT_BACKEND" if backend and config["checkpoint"]["backend"] == backend and "backend" not in user.get("checkpoint", {}) else None
     plugin_manager.factory("checkpoint_backends", config["checkpoint"]["backend"], key=source or "checkpoint.backend")
     _check_recorded(recorded)
     config[PLUGINS_KEY] = participants(config, plugin_manager)
     return config
+
+
+def check_config(config: Mapping[str, Any], plugin_manager: Any) -> None:
+    """The checks of a resolved config that look beyond one key: the env and its kwargs, the device,
+    the batch shape. Run before anything is built or written.
+
+    :raises ConfigError: naming the key and the valid choices.
+    """
+    from ._envs import check_env
+
+    env, collector = config["env"], config["collector"]
+    if collector["frames_per_batch"] % env["num_envs"]:
+        raise ConfigError(
+            f"collector.frames_per_batch: {collector['frames_per_batch']} is not a multiple of env.num_envs={env['num_envs']}"
+        )
+    check_env(env["id"], env["kwargs"], plugin_manager)
+    check_device(config["trainer"]["device"], "trainer.device")
+
+
+def check_device(device: str, key: str) -> None:
+    """Refuse a device torch does not know or this machine does not have.
+
+    :raises ConfigError: naming ``key`` and the devices there are.
+    """
+    if device == "cpu":
+        return
+    import torch
+
+    available = ["cpu"]
+    if torch.cuda.is_available():
+        available += ["cuda", *(f"cuda:{i}" for i in range(torch.cuda.device_count()))]
+    if torch.backends.mps.is_available():
+        available.append("mps")
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ConfigError(f"{key}: unknown device {device!r} (valid choices: {', '.join(available)})") from None
+    usable = parsed.type == "cpu" or (parsed.type == "cuda" and torch.cuda.is_available() and (parsed.index or 0) < torch.cuda.device_count())
+    usable = usable or (parsed.type == "mps" and torch.backends.mps.is_available())
+    if not usable:
+        raise ConfigError(f"{key}: {device!r} is not available on this machine (valid choices: {', '.join(available)})")
 
 
 def participants(config: Mapping[str, Any], plugin_manager: Any) -> dict[str, str]:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ._errors import ConfigError
-
-VECTORIZATION = ("sync", "async")
 
 
 def make_vector_env(
@@ -24,35 +22,73 @@ def make_vector_env(
 
     :param env_id: a name from ``rl_register_envs`` or a Gymnasium id (``CartPole-v1``).
     :param num_envs: how many copies run side by side.
-    :param vectorization: ``sync`` (one process) or ``async`` (a process per env).
+    :param vectorization: a backend from ``rl_register_vectorizations``: ``sync`` (one process),
+        ``async`` (a process per env), or one a plugin adds.
     :param kwargs: keyword arguments of the env (``render_mode`` among them).
     :param wrappers: ``{name: options}`` from ``rl_register_env_wrappers``, applied in order.
     :param plugin_manager: where registered envs and wrappers are looked up.
     :raises ConfigError: for an unknown env id, vectorization or wrapper.
     """
-    import gymnasium
-    from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
-
     from ._plugins import get_plugin_manager
 
     pm = plugin_manager or get_plugin_manager()
     kwargs = dict(kwargs or {})
-    registered = pm.registry("envs")
-    if env_id in registered:
-        make_one = partial(registered[env_id][1], **kwargs)
-    elif env_id in gymnasium.registry:
-        make_one = partial(gymnasium.make, env_id, **kwargs)
-    else:
-        close = [name for name in gymnasium.registry if name.lower().startswith(env_id.lower().split("-")[0])][:5]
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise ConfigError(f"env.id: unknown env {env_id!r} (neither a Gymnasium id nor a registered env{hint})")
-    if vectorization not in VECTORIZATION:
-        raise ConfigError(f"env.vectorization: unknown value {vectorization!r} (valid choices: {', '.join(VECTORIZATION)})")
-    cls = SyncVectorEnv if vectorization == "sync" else AsyncVectorEnv
-    env = cls([make_one] * num_envs, autoreset_mode=AutoresetMode.SAME_STEP)
+    make_one = partial(env_maker(env_id, pm)[0], **kwargs)
+    backend = pm.factory("vectorizations", vectorization, key="env.vectorization")
+    env = backend(make_one, num_envs, env_id=env_id, kwargs=kwargs)
     for name, options in (wrappers or {}).items():
         env = pm.factory("env_wrappers", name, key="env.wrappers")(env, **(options or {}))
     return env
+
+
+def env_maker(env_id: str, plugin_manager: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """How one env of ``env_id`` is made: ``(make(**kwargs), constructor)``, the constructor being
+    what receives the kwargs (to check their names).
+
+    :raises ConfigError: for an id that is neither registered by a plugin nor a Gymnasium id, with close matches.
+    """
+    import gymnasium
+
+    registered = plugin_manager.registry("envs")
+    if env_id in registered:
+        factory = registered[env_id][1]
+        return factory, factory
+    if env_id in gymnasium.registry:
+        from gymnasium.envs.registration import load_env_creator
+
+        entry = gymnasium.spec(env_id).entry_point
+        constructor = load_env_creator(entry) if isinstance(entry, str) else entry
+        return partial(gymnasium.make, env_id), constructor
+    names = [*registered, *gymnasium.registry]
+    close = [name for name in names if name.lower().startswith(env_id.lower().split("-")[0])][:5]
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise ConfigError(f"env.id: unknown env {env_id!r} (neither a Gymnasium id nor a registered env{hint})")
+
+
+#: Keyword arguments ``gymnasium.make`` takes itself, whatever the env.
+_MAKE_KWARGS = ("max_episode_steps", "disable_env_checker", "render_mode")
+
+
+def check_env(env_id: str, kwargs: Mapping[str, Any], plugin_manager: Any) -> None:
+    """Refuse an unknown env id, or a keyword argument its constructor does not take, before anything is built.
+
+    :raises ConfigError: naming ``env.id`` or ``env.kwargs.<name>`` and the valid choices.
+    """
+    import inspect
+
+    make, constructor = env_maker(env_id, plugin_manager)
+    try:
+        params = inspect.signature(constructor).parameters
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    names = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n != "self"]
+    if make is not constructor:
+        names += [n for n in _MAKE_KWARGS if n not in names]
+    for key in kwargs:
+        if key not in names:
+            raise ConfigError(f"env.kwargs.{key}: {env_id} takes no such argument (valid choices: {', '.join(names) or 'none'})")
 
 
 def env_states(env: Any) -> dict[str, Any]:
@@ -78,90 +114,47 @@ def load_env_states(env: Any, states: Mapping[str, Any]) -> None:
         depth += 1
 
 
-#: Modules whose envs and wrappers keep their whole state in plain attributes.
-SAVEABLE_MODULES = ("gymnasium.envs.classic_control.", "gymnasium.wrappers.common")
-#: Attributes that describe an env rather than hold its state.
-_DESCRIPTIVE = {"env", "spec", "metadata", "action_space", "observation_space", "_saved_kwargs", "_previous_data", "screen", "clock"}
+def base_env(env: Any) -> Any:
+    """The vector env under ``env``'s wrappers (those with an ``env`` attribute)."""
+    while hasattr(env, "env") and not hasattr(env, "envs") and not hasattr(env, "env_state"):
+        env = env.env
+    return env
 
 
-def _chain(env: Any) -> list[Any]:
-    layers = [env]
-    while hasattr(layers[-1], "env") and layers[-1] is not layers[-1].unwrapped:
-        layers.append(layers[-1].env)
-    return layers
+@runtime_checkable
+class EnvWrapperProtocol(Protocol):
+    """What rl-core expects of a vector-env wrapper (``rl_register_env_wrappers``).
 
-
-def sub_env_state(env: Any) -> list[dict[str, Any]] | None:
-    """The state of one (non-vector) env, layer by layer, or ``None`` when it cannot be captured.
-
-    A layer with ``state_dict``/``load_state_dict`` saves itself; Gymnasium's classic-control envs
-    and common wrappers keep their state in plain attributes (numbers, arrays, a numpy generator),
-    which are saved. Any other layer makes the env unsaveable.
+    A wrapper is a ``gymnasium.vector.VectorWrapper`` (it holds the env it wraps in ``env``). When
+    it changes rewards, it keeps the env's own ones in ``info["raw_reward"]`` (the first wrapper
+    to change them sets it, later ones keep it), so that episode returns are logged in the env's
+    scale. A wrapper with statistics (running means) updates them only while ``training`` is true
+    (evaluation envs get a frozen copy) and saves them with ``state_dict``/``load_state_dict``,
+    which every checkpoint carries.
     """
-    import numpy as np
-    import torch
 
-    layers: list[dict[str, Any]] = []
-    for layer in _chain(env):
-        if hasattr(layer, "state_dict") and hasattr(layer, "load_state_dict"):
-            layers.append({"state_dict": layer.state_dict()})
-            continue
-        if not type(layer).__module__.startswith(SAVEABLE_MODULES):
-            return None
-        attrs: dict[str, Any] = {}
-        for key, value in vars(layer).items():
-            if key in _DESCRIPTIVE:
-                continue
-            if isinstance(value, np.random.Generator):
-                attrs[key] = {"numpy_generator": value.bit_generator.state}
-            elif isinstance(value, np.ndarray):
-                attrs[key] = {"ndarray": torch.from_numpy(value.copy())}
-            elif isinstance(value, np.generic):
-                attrs[key] = value.item()
-            elif value is None or isinstance(value, (bool, int, float, str)):
-                attrs[key] = value
-            elif not key.startswith("_") and hasattr(value, "contains"):  # a space
-                continue
-            else:
-                return None
-        layers.append({"attrs": attrs})
-    return layers
+    #: the wrapped vector env
+    env: Any
+    #: whether statistics update (true while training, false on evaluation envs)
+    training: bool
+
+    def state_dict(self) -> dict[str, Any]:
+        """The wrapper's statistics, in types a checkpoint holds."""
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
 
 
-def load_sub_env_state(env: Any, layers: list[dict[str, Any]]) -> None:
-    """Restore :func:`sub_env_state` into an env built the same way."""
-    import numpy as np
+@runtime_checkable
+class SaveableVectorEnv(Protocol):
+    """A vector env that can save and restore where its envs are (simulator state, RNGs, episode counters).
 
-    for layer, state in zip(_chain(env), layers, strict=True):
-        if "state_dict" in state:
-            layer.load_state_dict(state["state_dict"])
-            continue
-        for key, value in state["attrs"].items():
-            if isinstance(value, dict) and "numpy_generator" in value:
-                generator_state = value["numpy_generator"]
-                generator = np.random.Generator(getattr(np.random, generator_state["bit_generator"])())
-                generator.bit_generator.state = generator_state
-                value = generator
-            elif isinstance(value, dict) and "ndarray" in value:
-                value = value["ndarray"].numpy().copy()
-            setattr(layer, key, value)
+    A vector-env backend (``rl_register_vectorizations``) implements it when it can; the collector
+    then checkpoints it, and a resumed run continues its episodes exactly.
+    """
 
+    def env_state(self) -> Any:
+        """The state of every env, in types a checkpoint holds; ``None`` when it cannot be captured now."""
 
-def vector_env_state(env: Any) -> list[list[dict[str, Any]]] | None:
-    """The state of every sub-env of a (wrapped) ``SyncVectorEnv``, or ``None`` when one cannot be captured."""
-    inner = env
-    while not hasattr(inner, "envs") and hasattr(inner, "env"):
-        inner = inner.env
-    if not hasattr(inner, "envs"):
-        return None
-    states = [sub_env_state(sub) for sub in inner.envs]
-    return None if any(s is None for s in states) else states  # type: ignore[return-value]
-
-
-def load_vector_env_state(env: Any, states: list[list[dict[str, Any]]]) -> None:
-    """Restore :func:`vector_env_state`."""
-    inner = env
-    while not hasattr(inner, "envs"):
-        inner = inner.env
-    for sub, state in zip(inner.envs, states, strict=True):
-        load_sub_env_state(sub, state)
+    def load_env_state(self, state: Any) -> None:
+        """Restore what :meth:`env_state` returned, into a vector env built the same way."""

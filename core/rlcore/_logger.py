@@ -14,7 +14,7 @@ class Logger:
     """Base class of every logger; subclasses write to one backend.
 
     Steps are collected frames. Values are plain Python numbers; videos are ``uint8`` arrays
-    of shape ``[time, height, width, channels]``. Backends without videos or histograms keep
+    of shape ``[time, height, width, 3]`` (see :meth:`log_video`). Backends without videos or histograms keep
     the default no-op methods and leave ``supports_video`` false.
 
     :param exp_name: the run's name (see :func:`generate_exp_name`).
@@ -55,8 +55,13 @@ class Logger:
     def log_video(self, name: str, video: Any, step: int, fps: int = 30) -> None:
         """Log a video.
 
+        Recorders pass the frame pipeline's format: a ``uint8`` numpy array ``[time, height, width, 3]``
+        of RGB frames, channels last (sides padded to even sizes when the video was read back from its
+        mp4 file). A backend that accepts more (floats in ``[0, 1]``, grey or RGBA frames, channels
+        first) says so.
+
         :param name: the video's name, e.g. ``eval/video``.
-        :param video: ``uint8`` array ``[time, height, width, channels]``.
+        :param video: ``uint8`` array ``[time, height, width, 3]``, RGB.
         :param step: collected frames.
         :param fps: frames per second.
         """

@@ -24,7 +24,7 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from ._errors import ConfigError
 
@@ -65,6 +65,22 @@ class Range:
 
 
 @dataclass(frozen=True)
+class InsideRunDir:
+    """Marks a string option as a path relative to the run directory that must stay inside it:
+    ``Annotated[str, InsideRunDir()]`` (:data:`RunPath`). Absolute paths and ``..`` are refused."""
+
+    def __contains__(self, value: str) -> bool:
+        from pathlib import PurePath
+
+        path = PurePath(value)
+        return bool(value.strip()) and not path.is_absolute() and ".." not in path.parts
+
+
+#: A path inside the run directory, relative to it (``metrics.csv``, ``videos/eval``).
+RunPath = Annotated[str, InsideRunDir()]
+
+
+@dataclass(frozen=True)
 class Option:
     """One declared option.
 
@@ -99,7 +115,7 @@ def options_of(target: Any) -> tuple[dict[str, Option], bool]:
         signature = inspect.signature(target)
     except (TypeError, ValueError):
         return {}, True
-    function = target.__init__ if isinstance(target, type) else target
+    function = vars(target).get("__init__", target) if isinstance(target, type) else target
     found, open_ended = {}, False
     for name, param in signature.parameters.items():
         if param.kind is inspect.Parameter.VAR_KEYWORD:
@@ -168,6 +184,8 @@ def describe(annotation: Any) -> str:
     if annotation is Any or annotation is object:
         return "any value"
     if origin is typing.Annotated:
+        if any(isinstance(m, InsideRunDir) for m in annotation.__metadata__):
+            return "a relative path inside the run directory"
         ranges = [str(m) for m in annotation.__metadata__ if isinstance(m, Range)]
         return f"{describe(args[0])}{' ' + ' and '.join(ranges) if ranges else ''}"
     if origin is Union:
@@ -179,9 +197,9 @@ def describe(annotation: Any) -> str:
         return f"a list of {_plural(describe(args[0]))}" if args and args[0] is not Any and args[0] is not Ellipsis else "a list"
     if origin in (dict, Mapping) or annotation in (dict, Mapping):
         return "a mapping"
-    names = {bool: "true or false", int: "an integer", float: "a number", str: "a string", type(None): "null"}
-    if annotation in names:
-        return names[annotation]
+    words: dict[Any, str] = {bool: "true or false", int: "an integer", float: "a number", str: "a string", type(None): "null"}
+    if annotation in words:
+        return words[annotation]
     if origin is Callable or annotation is Callable or origin is typing.Callable:
         return "a callable"
     if annotation in (os.PathLike,):
@@ -201,7 +219,8 @@ def _convert(value: Any, annotation: Any) -> tuple[bool, Any]:
         ok, converted = _convert(value, args[0])
         if not ok:
             return False, None
-        in_range = all(converted in m for m in annotation.__metadata__ if isinstance(m, Range) and converted is not None)
+        checks = (m for m in annotation.__metadata__ if isinstance(m, (Range, InsideRunDir)))
+        in_range = all(converted in m for m in checks if converted is not None)
         return (True, converted) if in_range else (False, None)
     if origin is Union:
         if value is None:
@@ -249,10 +268,10 @@ def _convert(value: Any, annotation: Any) -> tuple[bool, Any]:
         if not isinstance(value, Mapping):
             return False, None
         value_type = args[1] if len(args) == 2 else Any
-        pairs = {k: _convert(v, value_type) for k, v in value.items()}
-        if not all(ok for ok, _ in pairs.values()):
+        converted = {k: _convert(v, value_type) for k, v in value.items()}
+        if not all(ok for ok, _ in converted.values()):
             return False, None
-        return True, {k: v for k, (_, v) in pairs.items()}
+        return True, {k: v for k, (_, v) in converted.items()}
     if annotation is Callable or origin is typing.Callable or _is_callable_origin(origin):
         return (True, value) if callable(value) else (False, None)
     if annotation is os.PathLike:
@@ -292,7 +311,7 @@ def _literal_choices(annotation: Any) -> list[Any]:
 def _hints(cls: type) -> dict[str, Any]:
     try:
         return typing.get_type_hints(cls, include_extras=True)
-    except Exception:  # noqa: BLE001 - a name only imported under TYPE_CHECKING: resolve field by field
+    except Exception:
         module = sys.modules.get(cls.__module__)
         namespace = vars(module) if module else {}
         return {f.name: _resolve(f.type, None, namespace) for f in dataclasses.fields(cls)}
@@ -307,8 +326,8 @@ def _resolve(annotation: Any, function: Any, namespace: Mapping[str, Any] | None
     if namespace is None:
         namespace = getattr(inspect.unwrap(function), "__globals__", {}) if function is not None else {}
     try:
-        return eval(annotation, {"typing": typing, **namespace})  # noqa: S307 - annotations of installed code
-    except Exception:  # noqa: BLE001 - a name only imported under TYPE_CHECKING
+        return eval(annotation, {"typing": typing, **namespace})
+    except Exception:
         return Any
 
 
@@ -324,4 +343,4 @@ def _plural(words: str) -> str:
     return words
 
 
-__all__ = ["Option", "REQUIRED", "Range", "check_value", "describe", "options_of", "validate_options"]
+__all__ = ["REQUIRED", "Option", "Range", "check_value", "describe", "options_of", "validate_options"]

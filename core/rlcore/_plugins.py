@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from typing import Any
@@ -15,21 +15,26 @@ import pluggy
 from . import hookspecs
 from ._errors import ConfigError, PluginError
 from ._markers import PROJECT
-from ._registry import KINDS, collect
+from ._registry import KINDS, collect, entries
 
 ENTRY_POINT_GROUP = "rlcore.plugins"
 ENV_PLUGINS = "RLCORE_PLUGINS"
 CORE_DISTRIBUTION = "rl-core"
 
-#: Who provides the first-party names (a distribution, or a builtin plugin), so that a missing
-#: capability names what to install or unblock.
+#: Who provides the first-party names: a distribution under ``plugins/``, or a builtin plugin of
+#: rl-core (by its entry-point name), so that a missing capability names what to install or
+#: unblock. A test keeps it equal to what the first-party plugins register.
 FIRST_PARTY: dict[str, dict[str, str]] = {
-    "algorithms": {n: "rl-plugin-pg" for n in ("ppo", "a2c", "pg", "spg", "ppo-kl")} | {"dqn": "rl-plugin-dqn"},
+    "algorithms": {n: "rl-plugin-pg" for n in ("ppo", "a2c", "pg", "spg", "ppo-kl")} | {"dqn": "rl-plugin-dqn", "sac": "rl-plugin-sac"},
     "loggers": {n: f"rl-plugin-{n}" for n in ("tensorboard", "mlflow", "wandb")}
     | {"csv": "rlcore.csv", "console": "rlcore.console"},
     "checkpoint_backends": {"torchsnapshot": "rl-plugin-torchsnapshot", "torch": "rlcore.torch_checkpoint"},
     "env_wrappers": {n: "rlcore.gymnasium" for n in ("normalize_observation", "normalize_reward")},
-    "hooks": {n: "rl-plugin-video" for n in ("video_recorder", "tensordict_recorder", "evaluation")},
+    "vectorizations": {n: "rlcore.gymnasium" for n in ("sync", "async")},
+    "hooks": {n: "rl-plugin-video" for n in ("video_recorder", "tensordict_recorder", "evaluation")}
+    | {n: "rl-plugin-replay" for n in ("replay_buffer", "target_updater")},
+    "envs": {},
+    "commands": {"plot": "rl-plugin-plot", "eval --video": "rl-plugin-video", "eval --fps": "rl-plugin-video"},
 }
 
 
@@ -127,7 +132,7 @@ class PluginManager(pluggy.PluginManager):
 
     def load_entrypoints(self) -> None:
         """Import and register every wanted ``rlcore.plugins`` entry point, recording each status."""
-        for ep in sorted(_entry_points(), key=lambda e: (e.dist.name != CORE_DISTRIBUTION, e.name)):
+        for ep in sorted(_entry_points(), key=lambda e: (e.dist is None or e.dist.name != CORE_DISTRIBUTION, e.name)):
             dist = ep.dist.name if ep.dist else "?"
             info = PluginInfo(ep.name, dist, ep.dist.version if ep.dist else "?", ep.value)
             if ep.name in self.infos:
@@ -144,7 +149,7 @@ class PluginManager(pluggy.PluginManager):
                 continue
             try:
                 plugin = ep.load()
-            except BaseException as err:  # noqa: BLE001 - a plugin may raise anything on import
+            except BaseException as err:
                 if isinstance(err, KeyboardInterrupt):
                     raise
                 info.status = f"error: import failed: {_one_line(err)}"
@@ -200,29 +205,33 @@ class PluginManager(pluggy.PluginManager):
                 if impl is None or hook_name not in info.hooks:
                     continue
                 try:
-                    result = impl() or {}
-                except Exception as err:  # noqa: BLE001
+                    names = [name for name, _ in entries(impl(), kind)]
+                except TypeError as err:
+                    info.status = f"error: {hook_name} {err}"
+                    break
+                except Exception as err:
                     info.status = f"error: {hook_name} failed: {_one_line(err)}"
                     break
-                names = list(result) if isinstance(result, dict) else [a.name for a in result]
                 info.provides[kind] = sorted(names)
             if "rl_register_commands" in info.hooks and info.ok:
-                import click
-
-                group = click.Group()
                 try:
-                    plugin.rl_register_commands(cli=group)
-                except Exception as err:  # noqa: BLE001
+                    info.provides["commands"] = _commands_added(plugin, self)
+                except Exception as err:
                     info.status = f"error: rl_register_commands failed: {_one_line(err)}"
-                info.provides["commands"] = sorted(group.commands)
         return list(self.infos.values())
 
     # ------------------------------------------------------------------ registries
     def registry(self, kind: str) -> dict[str, tuple[str, Any]]:
         """``{name: (plugin name, factory)}`` for one registry kind (see :data:`rlcore._registry.KINDS`)."""
         if kind not in self._registries:
-            self._registries[kind] = collect(getattr(self.hook, KINDS[kind]), kind)
+            self._registries[kind] = collect(getattr(self.hook, KINDS[kind]), kind, self._broken_registry)
         return self._registries[kind]
+
+    def _broken_registry(self, plugin: str, message: str) -> None:
+        info = self.infos.setdefault(plugin, PluginInfo(plugin, "", "", ""))
+        if info.ok:
+            info.status = f"error: {message}"
+            warnings.warn(f"plugin {plugin!r} ({info.distribution or '?'}) is not used: {message}", stacklevel=3)
 
     def factory(self, kind: str, name: str, key: str | None = None) -> Any:
         """The factory registered under ``name``, or a one-line error naming what to install.
@@ -246,6 +255,9 @@ class PluginManager(pluggy.PluginManager):
                 if not info.ok:
                     raise PluginError(f"{where}{singular} {name!r} needs plugin {info.name!r} ({info.distribution}), which is broken: {info.status[7:]}")
         hint = f"; install {provider} for it" if provider and provider.startswith("rl-plugin-") else ""
+        failed = [i for i in self.infos.values() if i.status.startswith(f"error: {KINDS[kind]} ")]
+        if failed and not hint:
+            hint = "; " + "; ".join(f"plugin {i.name!r} ({i.distribution or '?'}) could not register: {i.status[7:]}" for i in failed)
         choices = ", ".join(sorted(registry)) or "none installed"
         raise ConfigError(f"{where}unknown {singular} {name!r} (valid choices: {choices}){hint}")
 
@@ -255,7 +267,7 @@ class PluginManager(pluggy.PluginManager):
             warnings.warn(f"plugin {info.name!r} ({info.distribution}) is not loaded: {info.status[7:]}", stacklevel=2)
 
     # ------------------------------------------------------------------ calling
-    def call_chain(self, hook_name: str, value_name: str, **kwargs: Any) -> Any:
+    def call_chain(self, hook_name: str, value_name: str, expected: type | None = None, **kwargs: Any) -> Any:
         """Call a data hook so that each implementation receives the previous one's output.
 
         Order, ``tryfirst``/``trylast`` and wrappers (new-style ``wrapper=True`` and old-style
@@ -264,13 +276,31 @@ class PluginManager(pluggy.PluginManager):
 
         :param hook_name: the data hook.
         :param value_name: the argument that carries the data (``batch``).
+        :param expected: the type an implementation may return besides ``None`` (a ``TypeError``
+            naming the plugin and the hook otherwise).
         :return: the last non-``None`` output, or the input.
         """
+        results = self._call(hook_name, kwargs, value_name, expected)
+        return kwargs[value_name] if results is None else results
+
+    def call_each(self, hook_name: str, expected: type | None = None, **kwargs: Any) -> list[tuple[str, Any]]:
+        """Call a hook and return ``(plugin name, result)`` of each implementation that returned something.
+
+        Like a pluggy call (order, wrappers), but a result is known by its plugin, so that a bad
+        one is named.
+
+        :param hook_name: the hook.
+        :param expected: the type a result must have (a ``TypeError`` naming the plugin and the hook otherwise).
+        """
+        return self._call(hook_name, kwargs, None, expected)
+
+    def _call(self, hook_name: str, kwargs: dict[str, Any], chain: str | None, expected: type | None) -> Any:
         impls = getattr(self.hook, hook_name).get_hookimpls()
         if not impls:
-            return kwargs[value_name]
+            return None if chain else []
         teardowns: list[Any] = []
         result: Any = None
+        collected: list[tuple[str, Any]] = []
         error: BaseException | None = None
         try:
             for impl in reversed(impls):
@@ -281,9 +311,17 @@ class PluginManager(pluggy.PluginManager):
                     teardowns.append((impl, gen))
                     continue
                 out = impl.function(*args)
-                if out is not None:
-                    kwargs[value_name] = out
-            result = kwargs[value_name]
+                if out is None:
+                    continue
+                if expected is not None and not isinstance(out, expected):
+                    raise TypeError(
+                        f"plugin {impl.plugin_name!r} returned a {type(out).__name__} from {hook_name}; expected a {expected.__name__} or None"
+                    )
+                if chain:
+                    kwargs[chain] = out
+                else:
+                    collected.append((impl.plugin_name, out))
+            result = kwargs[chain] if chain else collected
         except BaseException as err:  # re-raised below unless a wrapper handles it
             error = err
         for impl, gen in reversed(teardowns):
@@ -291,6 +329,33 @@ class PluginManager(pluggy.PluginManager):
         if error is not None:
             raise error
         return result
+
+    def blame(self, error: BaseException) -> tuple[str, str] | None:
+        """``(plugin name, hook name)`` of the innermost hook implementation ``error`` was raised through, if any."""
+        owners = {}
+        for hook_name in (*hookspecs.LIFECYCLE_HOOKS, *hookspecs.LOOP_HOOKS):
+            for impl in getattr(self.hook, hook_name).get_hookimpls():
+                owners[getattr(impl.function, "__code__", None)] = (impl.plugin_name, hook_name)
+        found = None
+        tb = error.__traceback__
+        while tb is not None:
+            found = owners.get(tb.tb_frame.f_code, found)
+            tb = tb.tb_next
+        return found
+
+
+def _commands_added(plugin: Any, pm: PluginManager) -> list[str]:
+    """What ``plugin``'s ``rl_register_commands`` adds to the kernel's ``rlctl``: new commands, and
+    options of existing ones (``eval --video``)."""
+    from ._cli import make_cli
+
+    cli = make_cli(pm)
+    before = {name: {p.name for p in command.params} for name, command in cli.commands.items()}
+    plugin.rl_register_commands(cli=cli)
+    added = [name for name in cli.commands if name not in before]
+    for name, params in before.items():
+        added += [f"{name} --{p.name.replace('_', '-')}" for p in cli.commands[name].params if p.name not in params]
+    return sorted(added)
 
 
 def _teardown(impl: Any, gen: Any, result: Any, error: BaseException | None) -> tuple[Any, BaseException | None]:
@@ -311,7 +376,7 @@ def _teardown(impl: Any, gen: Any, result: Any, error: BaseException | None) -> 
             gen.send(result)
     except StopIteration as stop:
         return stop.value, None
-    except BaseException as err:  # noqa: BLE001
+    except BaseException as err:
         return None, err
     raise RuntimeError(f"wrapper {impl.plugin_name} of a data hook yielded twice")
 
@@ -335,6 +400,12 @@ def refresh_entry_points() -> None:
         import importlib
 
         importlib.invalidate_caches()
+
+
+def where_failed(error: BaseException) -> str:
+    """``"plugin 'x' (rl-plugin-x) at rl_post_steps: "`` when the trainer traced ``error`` to a plugin, else ``""``."""
+    where = getattr(error, "rlcore_where", None)
+    return f"{where}: " if where else ""
 
 
 def get_plugin_manager(only: Iterable[str] | None = None, block: Iterable[str] = ()) -> PluginManager:

@@ -15,6 +15,7 @@ KINDS: dict[str, str] = {
     "loggers": "rl_register_loggers",
     "envs": "rl_register_envs",
     "env_wrappers": "rl_register_env_wrappers",
+    "vectorizations": "rl_register_vectorizations",
     "checkpoint_backends": "rl_register_checkpoint_backends",
     "hooks": "rl_register_hooks",
 }
@@ -62,23 +63,63 @@ class Algorithm:
         dataclass made from the types of the values in ``defaults["algo"]``, each also taking ``null`` ("off")."""
         if self.options is not None:
             return self.options
-        fields = [(k, Any if v is None else type(v) | None, v) for k, v in self.option_defaults().items()]
-        return make_dataclass(f"{self.name}_options", [(k, t, field(default_factory=lambda v=v: v)) for k, t, v in fields])
+        fields = [(k, Any if v is None else type(v) | None, _factory(v)) for k, v in self.option_defaults().items()]
+        return make_dataclass(f"{self.name}_options", [(k, t, field(default_factory=f)) for k, t, f in fields])
 
 
-def collect(hook_caller: Any, kind: str) -> dict[str, tuple[str, Any]]:
+def _factory(value: Any) -> Callable[[], Any]:
+    """A default factory returning ``value`` (mutable defaults need factories in a dataclass)."""
+    return lambda: value
+
+
+def entries(result: Any, kind: str) -> list[tuple[str, Any]]:
+    """The ``(name, factory)`` pairs of one registry hook's result, checked.
+
+    :param result: what the hook returned: a list of :class:`Algorithm` for ``algorithms``,
+        ``{name: factory}`` for every other kind, or ``None``.
+    :param kind: the registry kind.
+    :raises TypeError: saying what is wrong with ``result``.
+    """
+    if result is None:
+        return []
+    if kind == "algorithms":
+        if not isinstance(result, (list, tuple)) or not all(isinstance(a, Algorithm) for a in result):
+            raise TypeError(f"returned {_shape(result)}, expected a list of rlcore.Algorithm")
+        bad = [a.name for a in result if not isinstance(a.name, str) or not callable(a.build)]
+        if bad:
+            raise TypeError(f"algorithm {bad[0]!r} has no callable build")
+        return [(a.name, a) for a in result]
+    if not isinstance(result, Mapping):
+        raise TypeError(f"returned {_shape(result)}, expected a dict of name -> factory")
+    for name, factory in result.items():
+        if not isinstance(name, str) or not callable(factory):
+            raise TypeError(f"entry {name!r} is {type(factory).__name__}, expected a callable factory under a string name")
+    return list(result.items())
+
+
+def _shape(value: Any) -> str:
+    return f"a {type(value).__name__}" if not isinstance(value, (list, tuple)) else f"a {type(value).__name__} of {', '.join(sorted({type(v).__name__ for v in value})) or 'nothing'}"
+
+
+def collect(hook_caller: Any, kind: str, on_error: Callable[[str, str], None]) -> dict[str, tuple[str, Any]]:
     """Merge one registry hook's results into ``{name: (plugin name, factory)}``.
+
+    A plugin whose hook raises or returns something else than it should is left out, and
+    ``on_error(plugin name, message)`` is told; the others' names stay available.
 
     :param hook_caller: the pluggy hook caller of the registry hook.
     :param kind: the registry kind, for error messages.
+    :param on_error: called for each plugin left out.
     :raises PluginError: when two plugins register the same name.
     """
     found: dict[str, tuple[str, Any]] = {}
+    hook_name = KINDS[kind]
     for impl in reversed(hook_caller.get_hookimpls()):
-        result = impl.function()
-        if not result:
+        try:
+            items = entries(impl.function(), kind)
+        except Exception as err:  # a plugin may raise anything: it is left out, never the host
+            on_error(impl.plugin_name, f"{hook_name} {_error_text(err)}")
             continue
-        items = result.items() if isinstance(result, Mapping) else ((a.name, a) for a in result)
         for name, factory in items:
             if name in found and found[name][0] != impl.plugin_name:
                 raise PluginError(
@@ -87,3 +128,8 @@ def collect(hook_caller: Any, kind: str) -> dict[str, tuple[str, Any]]:
                 )
             found[name] = (impl.plugin_name, factory)
     return found
+
+
+def _error_text(err: BaseException) -> str:
+    text = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    return text if isinstance(err, TypeError) and text.startswith(("returned", "entry", "algorithm")) else f"failed: {type(err).__name__}: {text}"

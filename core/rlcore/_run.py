@@ -11,13 +11,15 @@ from typing import Any
 
 import torch
 
-from ._checkpoint import CheckpointBackend
+from ._checkpoint import CheckpointBackend, CheckpointError
 from ._collector import Collector
-from ._config import CONFIG_FILE, dump_config, flatten, resolve_config
+from ._config import CONFIG_FILE, check_config, flatten, resolve_config, save_config
+from ._errors import ConfigError
 from ._envs import env_states, load_env_states, make_vector_env
 from ._logger import generate_exp_name
 from ._markers import hookimpl
 from ._plugins import PluginManager, get_plugin_manager
+from ._rundir import RunDirectory
 from ._trainer import Trainer, TrainerHookBase
 
 
@@ -41,7 +43,7 @@ class LRSchedule:
     @hookimpl
     def rl_pre_optim_steps(self, trainer: Trainer) -> None:
         lr = self.value((trainer.collected_frames - trainer.batch_frames) / trainer.total_frames)
-        for group in trainer.optimizer.param_groups:
+        for group in trainer.optimizer.param_groups if trainer.optimizer is not None else ():
             group["lr"] = lr
 
 
@@ -80,74 +82,153 @@ def build_trainer(
     config: Mapping[str, Any],
     run_dir: str | Path | None = None,
     plugin_manager: PluginManager | None = None,
+    *,
+    resume: bool = False,
+    force: bool = False,
 ) -> Trainer:
-    """Build the trainer of a run and write its resolved config to ``RUN_DIR/config.yaml``.
+    """Build the trainer of a run in its own run directory, and write its resolved config there.
+
+    The run directory is locked for the run's lifetime (:class:`~rlcore._rundir.RunDirectory`).
+    Nothing in it changes until the config is checked, every part is built and, with ``resume``,
+    the newest good checkpoint is loaded: a run that cannot start leaves an existing directory as
+    it was, and removes one it created.
 
     :param config: a config (resolved or partial: defaults fill the rest, see :func:`rlcore.load_config`).
-    :param run_dir: the run directory; default ``runs/<algo>_<env>_<time>_<id>``.
+    :param run_dir: the run directory; default ``runs/<algo>_<env>_<time>_<id>``. It must be new or
+        empty, unless ``resume`` or ``force``.
     :param plugin_manager: the run's plugins (default: the installed ones).
+    :param resume: continue the run in ``run_dir`` from its newest good checkpoint.
+    :param force: start ``run_dir`` afresh, deleting its earlier run.
+    :raises ConfigError: for a bad config or run directory, or a checkpoint that does not fit the config.
     """
     pm = plugin_manager or get_plugin_manager()
     config = resolve_config(config, pm)
-    trainer_cfg, env_cfg = config["trainer"], config["env"]
+    check_config(config, pm)
+    trainer_cfg = config["trainer"]
     if trainer_cfg["seed"] is None:
         trainer_cfg["seed"] = random.randrange(2**31)
-    run_dir = Path(run_dir) if run_dir is not None else default_run_dir(config)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / CONFIG_FILE).write_text(dump_config(config), encoding="utf-8")
+    run = RunDirectory(run_dir if run_dir is not None else default_run_dir(config), resume=resume, force=force)
+    env = None
+    try:
+        if resume:
+            check_same_algorithm(run.path, config["algo"]["name"])
+        trainer = _build(config, run.path, pm)
+        env = trainer.collector.env
+        if resume:
+            _resume(trainer)
+        run.commit()
+        save_config(config, run.path / CONFIG_FILE)
+        _add_loggers(trainer, config, run.path, pm, resumed=resume)
+    except BaseException:
+        if env is not None:
+            env.close()
+        run.abandon()
+        raise
+    trainer.register_plugin(_Release(run), "rlcore.run_directory")
+    return trainer
+
+
+class _Release:
+    """Releases the run directory when the run ends."""
+
+    def __init__(self, run: RunDirectory) -> None:
+        self.run = run
+
+    @hookimpl(trylast=True)
+    def rl_shutdown(self) -> None:
+        self.run.release()
+
+
+def _build(config: dict[str, Any], run_dir: Path, pm: PluginManager) -> Trainer:
+    """The trainer of a checked config, with its hooks, and no logger yet; nothing is written."""
+    trainer_cfg, env_cfg = config["trainer"], config["env"]
     torch.manual_seed(trainer_cfg["seed"])
     if trainer_cfg["num_threads"] is not None:
         torch.set_num_threads(trainer_cfg["num_threads"])
-
     make_env, env, loss_module = _build_parts(config, pm)
-    device = torch.device(trainer_cfg["device"])
-    collector = Collector(env, loss_module.policy, config["collector"]["frames_per_batch"], device=device)
-    optimizer = make_optimizer(config["optim"], loss_module.parameters())
-    exp_name = run_dir.name
-    loggers = [
-        pm.factory("loggers", name)(exp_name=exp_name, log_dir=run_dir, **options)
-        for name, options in config["loggers"].items()
-        if options is not None
-    ]
-    backend = _backend(config, run_dir, pm)
-    steps = trainer_cfg["optim_steps_per_batch"] or getattr(loss_module, "optim_steps_per_batch", 1)
-    trainer = Trainer(
-        collector=collector,
-        loss_module=loss_module,
-        optimizer=optimizer,
-        total_frames=trainer_cfg["total_frames"],
-        frame_skip=trainer_cfg["frame_skip"],
-        optim_steps_per_batch=steps,
-        clip_grad_norm=trainer_cfg["clip_grad_norm"],
-        clip_norm=trainer_cfg["clip_norm"],
-        progress_bar=trainer_cfg["progress_bar"],
-        seed=trainer_cfg["seed"],
-        save_trainer_interval=trainer_cfg["save_trainer_interval"],
-        log_interval=trainer_cfg["log_interval"],
-        loggers=loggers,
-        checkpoint=backend,
-        plugin_manager=pm,
-        run_dir=run_dir,
-        config=config,
-        device=device,
-    )
-    trainer.make_env = partial(_frozen_env, make_env, env, env_cfg["kwargs"])
-    if env_states(env):
-        trainer.register_module("env", EnvState(env))
-    if config["optim"]["lr_schedule"] != "constant":
-        trainer.register_plugin(LRSchedule(config["optim"]["lr_schedule"], config["optim"]["lr"], config["optim"]["lr_end"]), "rlcore.lr_schedule")
-    for name, options in config["hooks"].items():
+    try:
+        device = torch.device(trainer_cfg["device"])
+        collector = Collector(env, loss_module.policy, config["collector"]["frames_per_batch"], device=device)
+        optimizer = make_optimizer(config["optim"], loss_module.parameters())
+        steps = trainer_cfg["optim_steps_per_batch"] or getattr(loss_module, "optim_steps_per_batch", 1)
+        trainer = Trainer(
+            collector=collector,
+            loss_module=loss_module,
+            optimizer=optimizer,
+            total_frames=trainer_cfg["total_frames"],
+            frame_skip=trainer_cfg["frame_skip"],
+            optim_steps_per_batch=steps,
+            clip_grad_norm=trainer_cfg["clip_grad_norm"],
+            clip_norm=trainer_cfg["clip_norm"],
+            progress_bar=trainer_cfg["progress_bar"],
+            seed=trainer_cfg["seed"],
+            save_trainer_interval=trainer_cfg["save_trainer_interval"],
+            log_interval=trainer_cfg["log_interval"],
+            logger_timeout=trainer_cfg["logger_timeout"],
+            checkpoint=_backend(config, run_dir, pm),
+            plugin_manager=pm,
+            run_dir=run_dir,
+            config=config,
+            device=device,
+            make_env=partial(_frozen_env, make_env, env, env_cfg["kwargs"]),
+        )
+        if env_states(env):
+            trainer.register_module("env", EnvState(env))
+        if config["optim"]["lr_schedule"] != "constant":
+            schedule = LRSchedule(config["optim"]["lr_schedule"], config["optim"]["lr"], config["optim"]["lr_end"])
+            trainer.register_plugin(schedule, "rlcore.lr_schedule")
+        for name, options in config["hooks"].items():
+            if options is None:
+                continue
+            hook = pm.factory("hooks", name)(**options)
+            if isinstance(hook, TrainerHookBase):
+                hook.register(trainer, name)
+            else:
+                trainer.register_plugin(hook, name)
+    except BaseException:
+        env.close()
+        raise
+    return trainer
+
+
+def check_same_algorithm(run_dir: Path, algo: str) -> None:
+    """A resumed run keeps its algorithm: its checkpoint holds that algorithm's state.
+
+    :raises ConfigError: when the run in ``run_dir`` trains another algorithm than ``algo``.
+    """
+    from ._config import read_config_file
+
+    before = read_config_file(run_dir / CONFIG_FILE).get("algo", {}).get("name")
+    if before is not None and before != algo:
+        raise ConfigError(f"algo.name: the run in {run_dir} trains {before!r}; resuming it with {algo!r} is refused")
+
+
+def _resume(trainer: Trainer) -> Path:
+    """Load the newest good checkpoint; a checkpoint that does not fit the run's parts is a config error."""
+    try:
+        return trainer.load_from_file()
+    except CheckpointError:
+        raise
+    except (RuntimeError, KeyError, ValueError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ConfigError(f"--resume: the checkpoint does not fit this config ({first})") from None
+
+
+def _add_loggers(trainer: Trainer, config: Mapping[str, Any], run_dir: Path, pm: PluginManager, resumed: bool) -> None:
+    """Create the run's loggers (they write files: only once the run is built) and record the config."""
+    hparams = flatten(config)
+    for name, options in config["loggers"].items():
         if options is None:
             continue
-        hook = pm.factory("hooks", name)(**options)
-        if isinstance(hook, TrainerHookBase):
-            hook.register(trainer, name)
-        else:
-            trainer.register_plugin(hook, name)
-    hparams = flatten(config)
-    for logger in loggers:
+        factory = pm.factory("loggers", name)
+        logger = trainer.guard(partial(factory, exp_name=run_dir.name, log_dir=run_dir, **options), name)
+        trainer.loggers.append(logger)
+        if not logger.wait():  # its set-up, within the deadline
+            trainer._drop_logger(logger, f"was not set up within {logger.timeout:g} s")
+            continue
+        if resumed:
+            logger.resume(trainer.collected_frames)
         logger.log_hparams(hparams)
-    return trainer
 
 
 def _build_parts(config: Mapping[str, Any], pm: PluginManager, num_envs: int | None = None) -> tuple[Any, Any, Any]:

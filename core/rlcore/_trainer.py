@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import inspect
 import random
 import sys
 import time
@@ -13,27 +14,17 @@ from typing import Any
 
 import numpy as np
 import torch
+from tensordict import TensorDictBase
 from torch import nn
 
-from ._checkpoint import CheckpointBackend
+from . import hookspecs
+from ._checkpoint import CheckpointBackend, SingleFileCheckpoint
+from ._guard import DEFAULT_TIMEOUT, GuardedLogger
 from ._logger import Logger
 from ._markers import hookimpl
 from ._plugins import PluginManager, get_plugin_manager
+from .hookspecs import HOOK_POINTS, HookPoint
 
-#: TorchRL's hook point names, as ``register_op`` takes them, with how their ops are called.
-_KIND = {
-    "batch_process": "data",
-    "pre_steps_log": "logging",
-    "pre_optim_steps": "operation",
-    "process_optim_batch": "data",
-    "post_loss": "post_loss",
-    "optimizer": "optimizer",
-    "post_optim": "operation",
-    "post_optim_log": "logging",
-    "post_steps": "operation",
-    "post_steps_log": "logging",
-}
-OPS = tuple(_KIND)
 STATE_VERSION = 1
 
 
@@ -57,47 +48,47 @@ class TrainerHookBase(abc.ABC):
 
 
 class _Ops:
-    """The ops given to ``register_op`` for one hook point, run in registration order (TorchRL's)."""
+    """The ops given to ``register_op`` for one hook point, run in registration order (TorchRL's).
 
-    def __init__(self, dest: str) -> None:
+    Each op receives what TorchRL passes it: the hook's first argument after ``trainer``
+    (``batch`` or ``losses``), or nothing at an operation point. At a data point each op's output
+    (or its input, for ``None``) goes to the next; logging ops' dicts are merged; at ``optimizer``
+    the first op's statistics are extended by the later ones'.
+    """
+
+    def __init__(self, point: HookPoint) -> None:
         self.ops: list[tuple[Callable[..., Any], dict[str, Any]]] = []
-        impls = {  # plain functions with the hook's argument names, as pluggy reads them
-            "data": lambda batch: self._data(batch),
-            "logging": lambda batch: self._logging(batch),
-            "post_loss": lambda batch: self._post_loss(batch),
-            "optimizer": lambda losses: self._optimizer(losses),
-            "operation": lambda: self._operation(),
-        }
-        setattr(self, f"rl_{dest}", hookimpl(impls[_KIND[dest]]))
+        name = f"rl_{point}"
+        args = [a for a in inspect.signature(getattr(hookspecs, name)).parameters if a != "trainer"]
+        impl: Callable[..., Any]  # pluggy reads the argument names of these
+        if name in hookspecs.DATA_HOOKS:
+            impl = lambda batch: self._chain(batch)
+        elif name in hookspecs.LOGGING_HOOKS:
+            impl = lambda batch: self._merge(batch)
+        elif not args:
+            impl = lambda: self._each()
+        elif args[0] == "losses":
+            impl = lambda losses: self._merge(losses, stats=True)
+        else:
+            impl = lambda batch: self._each(batch)
+        setattr(self, name, hookimpl(impl))
 
-    def _data(self, batch: Any) -> Any:
+    def _chain(self, batch: Any) -> Any:
         for op, kwargs in self.ops:
             out = op(batch, **kwargs)
             batch = batch if out is None else out
         return batch
 
-    def _operation(self) -> None:
+    def _each(self, *args: Any) -> None:
         for op, kwargs in self.ops:
-            op(**kwargs)
+            op(*args, **kwargs)
 
-    def _post_loss(self, batch: Any) -> None:
+    def _merge(self, arg: Any, stats: bool = False) -> dict[str, Any] | None:
+        merged: dict[str, Any] | None = None if stats else {}
         for op, kwargs in self.ops:
-            op(batch, **kwargs)
-
-    def _optimizer(self, losses: Any) -> Any:
-        result = None
-        for op, kwargs in self.ops:
-            out = op(losses, **kwargs)
-            if result is None:
-                result = out
-            elif out is not None:
-                result.update(out)
-        return result
-
-    def _logging(self, batch: Any) -> dict[str, Any]:
-        merged: dict[str, Any] = {}
-        for op, kwargs in self.ops:
-            merged.update(op(batch, **kwargs) or {})
+            out = op(arg, **kwargs)
+            if out is not None:
+                merged = {**(merged or {}), **out}
         return merged
 
 
@@ -178,7 +169,14 @@ class Trainer:
     :param save_trainer_interval: frames between checkpoints.
     :param log_interval: frames between two logged values of the same metric.
     :param loggers: loggers that receive every logged value.
-    :param checkpoint: the checkpoint backend; ``None`` disables checkpoints.
+    :param logger: one more logger (TorchRL's parameter).
+    :param checkpoint: the checkpoint backend; ``None`` disables checkpoints (unless ``save_trainer_file``).
+    :param save_trainer_file: TorchRL's checkpoint file, overwritten at every save: a ``.pt`` path is
+        written by the ``torch`` backend, any other path is a directory written by ``torchsnapshot``.
+    :param make_env: ``make_env(num_envs=1, **env_kwargs)`` returns a fresh vector env like the
+        training one (its wrappers' statistics copied and frozen); evaluation hooks use it.
+    :param logger_timeout: the deadline, in seconds, of each logger's writes: loggers run in threads of
+        their own (:class:`~rlcore._guard.GuardedLogger`), and one that misses it is reported and dropped.
     :param plugin_manager: the plugins of this trainer (the trainer works on a copy, which also holds
         what it registers itself); ``None`` loads the installed ones.
     :param run_dir: the run directory, if any.
@@ -203,7 +201,11 @@ class Trainer:
         save_trainer_interval: int = 10000,
         log_interval: int = 10000,
         loggers: Iterable[Logger] | Logger | None = None,
+        logger: Logger | None = None,
         checkpoint: CheckpointBackend | None = None,
+        save_trainer_file: str | Path | None = None,
+        make_env: Callable[..., Any] | None = None,
+        logger_timeout: float = DEFAULT_TIMEOUT,
         plugin_manager: PluginManager | None = None,
         run_dir: str | Path | None = None,
         config: Mapping[str, Any] | None = None,
@@ -221,24 +223,33 @@ class Trainer:
         self.seed = seed
         self.save_trainer_interval = int(save_trainer_interval)
         self.log_interval = int(log_interval)
-        self.loggers: list[Logger] = [loggers] if isinstance(loggers, Logger) else list(loggers or [])
-        self.checkpoint = checkpoint
+        self.logger_timeout = logger_timeout
+        given = [loggers] if isinstance(loggers, Logger) else list(loggers or [])
+        #: every logger of the run, each behind a :class:`~rlcore._guard.GuardedLogger`
+        self.loggers: list[Logger] = [self.guard(one) for one in [*given, *([logger] if logger is not None else [])]]
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.config = dict(config) if config is not None else None
         first = next(iter(loss_module.parameters()), None) if isinstance(loss_module, nn.Module) else None
         self.device = torch.device(device) if device is not None else first.device if first is not None else torch.device("cpu")
         self.plugin_manager = plugin_manager.copy() if plugin_manager is not None else get_plugin_manager()
+        if checkpoint is None and save_trainer_file is not None:
+            checkpoint = self._file_checkpoint(Path(save_trainer_file))
+        self.checkpoint = checkpoint
+        #: a fresh env like the training one: ``make_env(num_envs=1, **env_kwargs)`` (``None`` if not given)
+        self.make_env = make_env
 
         self.collected_frames = 0
         self.batch_frames = 0
         self.batches = 0
         self.optim_steps = 0
         self.optim_step_in_batch = 0
-        self.make_env: Callable[..., Any] | None = None  # set by build_trainer: a fresh env like the training one
+        #: the checkpoint this trainer resumed from (:meth:`load_from_file`), if any
+        self.resumed_from: Path | None = None
 
         self._modules: dict[str, Any] = {}
-        self._ops: dict[str, _Ops] = {}
+        self._ops: dict[HookPoint, _Ops] = {}
         self._last_log: dict[str, int] = {}
+        self._pending: dict[str, list[float]] = {}  # [sum, count] of each scalar not logged yet
         self._last_save = 0
         self._stop = False
         self._stop_optim = False
@@ -258,16 +269,16 @@ class Trainer:
         """The collector's policy."""
         return getattr(self.collector, "policy", None)
 
-    def register_op(self, dest: str, op: Callable[..., Any], **kwargs: Any) -> None:
+    def register_op(self, dest: HookPoint, op: Callable[..., Any], **kwargs: Any) -> None:
         """Call ``op`` at hook point ``dest``, after the ops registered there before it (TorchRL's ``register_op``).
 
-        :param dest: one of ``batch_process``, ``pre_steps_log``, ..., ``post_steps_log``.
+        :param dest: one of :data:`rlcore.hookspecs.HOOK_POINTS` (``batch_process``, ..., ``post_steps_log``).
         :param op: called as TorchRL calls it: ``op(batch, **kwargs)`` at data, logging and
             ``post_loss`` points, ``op(losses, **kwargs)`` at ``optimizer``, ``op(**kwargs)`` otherwise.
         :param kwargs: extra keyword arguments for ``op``.
         """
-        if dest not in OPS:
-            raise ValueError(f"unknown hook point {dest!r}; valid choices: {', '.join(OPS)}")
+        if dest not in HOOK_POINTS:
+            raise ValueError(f"unknown hook point {dest!r}; valid choices: {', '.join(HOOK_POINTS)}")
         if dest not in self._ops:
             self._ops[dest] = _Ops(dest)
             self.plugin_manager.add_plugin(self._ops[dest], f"rlcore.ops.{dest}")
@@ -278,6 +289,12 @@ class Trainer:
         if module_name in self._modules:
             raise RuntimeError(f"a module named {module_name!r} is already registered")
         self._modules[module_name] = module
+
+    def _file_checkpoint(self, path: Path) -> CheckpointBackend:
+        """TorchRL's ``save_trainer_file``: one checkpoint at ``path``, overwritten at every save."""
+        name = "torch" if path.suffix == ".pt" else "torchsnapshot"
+        factory = self.plugin_manager.factory("checkpoint_backends", name, key="save_trainer_file")
+        return SingleFileCheckpoint(factory(directory=path.parent, keep_last=1), path)
 
     def register_plugin(self, plugin: Any, name: str | None = None) -> None:
         """Register an object with ``@rlcore.hookimpl`` methods as a plugin of this trainer only."""
@@ -305,41 +322,103 @@ class Trainer:
 
     # ------------------------------------------------------------------ logging
     def log(self, values: Mapping[str, Any], log_pbar: bool = False, *, force: bool = False) -> None:
-        """Log scalar ``values`` at the current frame count, throttled by ``log_interval``.
+        """Log ``values`` at the current frame count, each metric at most once per ``log_interval`` frames.
 
-        :param values: ``{name: number or one-element tensor}``.
-        :param log_pbar: also show them on the progress bar.
-        :param force: log even within ``log_interval`` of the last value (e.g. a final evaluation).
+        A number (or a one-element tensor or array) is a scalar: the values a metric receives
+        between two logged points are averaged, and the mean is logged (the old torchrl Logger's
+        ``add_log``). A tensor or array of several numbers is logged as a histogram by the loggers
+        that support histograms.
+
+        :param values: ``{name: number, tensor or array}``.
+        :param log_pbar: also show the scalars on the progress bar.
+        :param force: log now even within ``log_interval`` of the last point (e.g. a final evaluation).
+        :raises TypeError: for a value that is neither a number, a tensor nor an array.
         """
         step = self.collected_frames
         due: dict[str, float] = {}
         for key, value in values.items():
-            number = _scalar(key, value)
+            number = _scalar(value)
             if number is None:
+                if not isinstance(value, (torch.Tensor, np.ndarray)):
+                    raise TypeError(f"cannot log {key!r}: expected a number, a tensor or an array, got {type(value).__name__}")
+                if self._due(key, step, force):
+                    self._each_logger("log_histogram", key, value.detach().cpu() if isinstance(value, torch.Tensor) else value, step)
                 continue
             if log_pbar:
                 self._pbar_values[key] = number
-            last = self._last_log.get(key)
-            if force or last is None or step - last >= self.log_interval:
-                self._last_log[key] = step
-                due[key] = number
+            pending = self._pending.get(key)
+            self._pending[key] = [number, 1] if pending is None else [pending[0] + number, pending[1] + 1]
+            if self._due(key, step, force):
+                total, count = self._pending.pop(key)
+                due[key] = total / count
         if due:
             self._each_logger("log_scalars", due, step)
 
+    def _due(self, key: str, step: int, force: bool) -> bool:
+        """Whether ``key`` is logged at ``step`` (and if so, note it)."""
+        last = self._last_log.get(key)
+        if force or last is None or step - last >= self.log_interval:
+            self._last_log[key] = step
+            return True
+        return False
+
+    def guard(self, logger: Logger | Callable[[], Logger], name: str | None = None) -> GuardedLogger:
+        """``logger`` behind a :class:`~rlcore._guard.GuardedLogger` with this trainer's ``logger_timeout``.
+
+        :param logger: a logger, or a function that creates it (then in the logger's own thread).
+        :param name: its name in messages (default: its class name).
+        """
+        if isinstance(logger, GuardedLogger):
+            return logger
+        return GuardedLogger(logger, name or type(logger).__name__, self.logger_timeout)
+
     def _each_logger(self, method: str, *args: Any) -> None:
         for logger in list(self.loggers):
-            try:
-                getattr(logger, method)(*args)
-            except Exception as err:  # a logger that fails is reported once and dropped
-                self.loggers.remove(logger)
-                print(f"rlctl: logger {type(logger).__name__} failed and is dropped: {err}", file=sys.stderr)
+            problem = logger.problem() if isinstance(logger, GuardedLogger) else None
+            if problem is None:
+                try:
+                    getattr(logger, method)(*args)
+                    continue
+                except Exception as err:
+                    problem = f"failed: {err}"
+            self._drop_logger(logger, problem)
 
-    def _log_results(self, results: list[dict[str, Any] | None]) -> None:
-        for result in results:
-            if result:
-                result = dict(result)
-                pbar = bool(result.pop("log_pbar", False))
-                self.log(result, log_pbar=pbar)
+    def _drop_logger(self, logger: Logger, problem: str) -> None:
+        """Report a logger that failed or missed its deadline, once, and log nothing more to it."""
+        if logger in self.loggers:
+            self.loggers.remove(logger)
+            name = logger.name if isinstance(logger, GuardedLogger) else type(logger).__name__
+            warnings.warn(f"logger {name} {problem}; it is dropped and the run goes on", stacklevel=3)
+
+    def _close_loggers(self) -> None:
+        """Close every logger (each within its deadline), reporting those that failed to."""
+        for logger in list(self.loggers):
+            try:
+                logger.close()
+                problem = logger.problem() if isinstance(logger, GuardedLogger) else None
+            except Exception as err:
+                problem = f"failed: {err}"
+            if problem is not None:
+                self._drop_logger(logger, problem)
+
+    def _wait_for_loggers(self) -> None:
+        """Wait (at most each one's deadline) until the loggers have written what they were given."""
+        for logger in list(self.loggers):
+            if isinstance(logger, GuardedLogger):
+                logger.wait()
+                problem = logger.problem()
+                if problem is not None:
+                    self._drop_logger(logger, problem)
+
+    def _log_hook(self, hook_name: str, batch: Any) -> None:
+        """Call a logging hook and log what each implementation returned (a dict, checked here, at the boundary)."""
+        for plugin, result in self.plugin_manager.call_each(hook_name, Mapping, trainer=self, batch=batch):
+            values = dict(result)
+            pbar = bool(values.pop("log_pbar", False))
+            try:
+                self.log(values, log_pbar=pbar)
+            except TypeError as err:
+                raise TypeError(f"plugin {plugin!r} at {hook_name}: {err}") from None
 
     def _accumulate(self, losses: Mapping[str, Any], stats: Mapping[str, Any] | None) -> None:
         """Keep this step's scalar losses and optimizer stats; :meth:`_pop_step_stats` averages them."""
@@ -371,6 +450,7 @@ class Trainer:
                 "batches": self.batches,
                 "optim_steps": self.optim_steps,
                 "last_log": dict(self._last_log),
+                "pending_log": {key: list(total) for key, total in self._pending.items()},
             },
             "loss_module": self.loss_module.state_dict(),
             "optimizer": self.optimizer.state_dict() if self.optimizer is not None else None,
@@ -388,6 +468,7 @@ class Trainer:
         self.batches = int(counters["batches"])
         self.optim_steps = int(counters["optim_steps"])
         self._last_log = dict(counters.get("last_log", {}))
+        self._pending = {key: [float(t), float(n)] for key, (t, n) in counters.get("pending_log", {}).items()}
         self._last_save = self.collected_frames
         self.loss_module.load_state_dict(state["loss_module"])
         if self.optimizer is not None and state.get("optimizer") is not None:
@@ -411,7 +492,11 @@ class Trainer:
         if force_save and self._last_save == self.collected_frames and self.checkpoint.checkpoints():
             return None
         self._last_save = self.collected_frames
-        return self.checkpoint.save(self.state_dict(), self.collected_frames)
+        state = self.state_dict()
+        _refuse_non_finite(state["loss_module"], "loss_module")
+        _refuse_non_finite(state["optimizer"], "optimizer")
+        self._wait_for_loggers()  # what was logged before the checkpoint is written before it
+        return self.checkpoint.save(state, self.collected_frames)
 
     def load_from_file(self, file: str | Path | None = None) -> Path:
         """Resume from ``file``, or from the newest readable checkpoint of the backend when ``None``.
@@ -424,6 +509,7 @@ class Trainer:
             backend = factory(directory=Path(file).parent if file else Path("."), keep_last=1)
         path, state = backend.load(file)
         self.load_state_dict(state)
+        self.resumed_from = path
         self._each_logger("resume", self.collected_frames)
         return path
 
@@ -441,6 +527,11 @@ class Trainer:
                         break
             self.save_trainer(force_save=True)
         except BaseException as err:
+            blamed = self.plugin_manager.blame(err)
+            if blamed is not None:
+                info = self.plugin_manager.infos.get(blamed[0])
+                dist = f" ({info.distribution})" if info is not None and info.distribution else ""
+                err.rlcore_where = f"plugin {blamed[0]!r}{dist} at {blamed[1]}"  # type: ignore[attr-defined]
             hook.rl_exception(trainer=self, exception=err)
             raise
         finally:
@@ -450,24 +541,24 @@ class Trainer:
         pm, hook = self.plugin_manager, self.plugin_manager.hook
         self.batch_frames = batch.numel() * self.frame_skip
         self.collected_frames += self.batch_frames
-        batch = pm.call_chain("rl_batch_process", "batch", trainer=self, batch=batch)
-        self._log_results(hook.rl_pre_steps_log(trainer=self, batch=batch))
+        batch = pm.call_chain("rl_batch_process", "batch", TensorDictBase, trainer=self, batch=batch)
+        self._log_hook("rl_pre_steps_log", batch)
         hook.rl_pre_optim_steps(trainer=self)
         self._stop_optim = False
         for j in range(self.optim_steps_per_batch):
             self.optim_step_in_batch = j
-            sub = pm.call_chain("rl_process_optim_batch", "batch", trainer=self, batch=batch)
+            sub = pm.call_chain("rl_process_optim_batch", "batch", TensorDictBase, trainer=self, batch=batch)
             losses = self.loss_module(sub)
             hook.rl_post_loss(trainer=self, batch=sub, losses=losses)
             stats = hook.rl_optimizer(trainer=self, losses=losses)
             self.optim_steps += 1
             self._accumulate(losses, stats)
             hook.rl_post_optim(trainer=self)
-            self._log_results(hook.rl_post_optim_log(trainer=self, batch=sub))
+            self._log_hook("rl_post_optim_log", sub)
             if self._stop_optim:
                 break
         hook.rl_post_steps(trainer=self)
-        self._log_results(hook.rl_post_steps_log(trainer=self, batch=batch))
+        self._log_hook("rl_post_steps_log", batch)
         self.batches += 1
         self._update_pbar()
         self.save_trainer()
@@ -480,7 +571,7 @@ class Trainer:
             if self._pbar is not None:
                 self._pbar.close()
                 self._pbar = None
-            self._each_logger("close")
+            self._close_loggers()
             if hasattr(self.collector, "shutdown"):
                 self.collector.shutdown()
 
@@ -521,19 +612,35 @@ def clip_grad_norm(params: Iterable[torch.Tensor], max_norm: float) -> torch.Ten
     return norm
 
 
-def _scalar(key: str, value: Any) -> float | None:
+def _scalar(value: Any) -> float | None:
+    """``value`` as a float if it is one number (a one-element tensor or array too), else ``None``."""
     if isinstance(value, (bool, int, float, np.number)):
         return float(value)
-    if isinstance(value, torch.Tensor) and value.numel() == 1 or isinstance(value, np.ndarray) and value.size == 1:
+    if (isinstance(value, torch.Tensor) and value.numel() == 1) or (isinstance(value, np.ndarray) and value.size == 1):
         return float(value.item())
-    warnings.warn(f"not logging {key!r}: only scalars are logged, got {type(value).__name__}", stacklevel=3)
     return None
+
+
+def _refuse_non_finite(state: Any, where: str) -> None:
+    """Raise ``FloatingPointError`` naming the first floating-point tensor of ``state`` that holds a NaN or an infinity."""
+    if isinstance(state, Mapping):
+        for key, value in state.items():
+            _refuse_non_finite(value, f"{where}.{key}")
+    elif isinstance(state, (list, tuple)):
+        for index, value in enumerate(state):
+            _refuse_non_finite(value, f"{where}[{index}]")
+    elif isinstance(state, torch.Tensor) and state.is_floating_point() and not bool(torch.isfinite(state).all()):
+        raise FloatingPointError(f"not checkpointing {where}: it holds NaN or infinite values (the training diverged); the last good checkpoint is kept")
+
+
+
 
 
 def _rng_state() -> dict[str, Any]:
     """Python, numpy and torch RNG states in types that ``torch.load(weights_only=True)`` accepts."""
     version, internal, gauss = random.getstate()
-    _, keys, pos, has_gauss, cached = np.random.get_state()
+    _, keys, pos, has_gauss, cached = np.random.get_state(legacy=True)
+    assert isinstance(keys, np.ndarray)
     return {
         "python": {"version": version, "internal": torch.tensor(internal, dtype=torch.int64), "gauss": gauss},
         "numpy": {"keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos), "has_gauss": int(has_gauss), "cached": float(cached)},
@@ -549,4 +656,4 @@ def _set_rng_state(rng: Mapping[str, Any]) -> None:
     torch.set_rng_state(rng["torch"])
 
 
-__all__ = ["Trainer", "TrainerHookBase", "OPS"]
+__all__ = ["Trainer", "TrainerHookBase"]

@@ -19,7 +19,7 @@ trainer and must stay light (import heavy libraries inside the factories).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ._markers import hookspec
 
@@ -31,25 +31,31 @@ if TYPE_CHECKING:
     from ._trainer import Trainer
 
 __all__ = [
-    "LIFECYCLE_HOOKS",
-    "LOOP_HOOKS",
     "DATA_HOOKS",
+    "HOOK_POINTS",
+    "LIFECYCLE_HOOKS",
     "LOGGING_HOOKS",
+    "LOOP_HOOKS",
+    "HookPoint",
 ]
 
-#: The ten hook points of the loop, in the order one batch meets them.
-LOOP_HOOKS = (
-    "rl_batch_process",
-    "rl_pre_steps_log",
-    "rl_pre_optim_steps",
-    "rl_process_optim_batch",
-    "rl_post_loss",
-    "rl_optimizer",
-    "rl_post_optim",
-    "rl_post_optim_log",
-    "rl_post_steps",
-    "rl_post_steps_log",
-)
+#: The ten hook points of the loop, TorchRL's names (as ``Trainer.register_op`` takes them), in the
+#: order one batch meets them. The hook of point ``p`` is ``rl_<p>``.
+HookPoint = Literal[
+    "batch_process",
+    "pre_steps_log",
+    "pre_optim_steps",
+    "process_optim_batch",
+    "post_loss",
+    "optimizer",
+    "post_optim",
+    "post_optim_log",
+    "post_steps",
+    "post_steps_log",
+]
+HOOK_POINTS: tuple[HookPoint, ...] = get_args(HookPoint)
+#: The loop's hooks, in the order one batch meets them.
+LOOP_HOOKS = tuple(f"rl_{point}" for point in HOOK_POINTS)
 #: Hooks called once per run (setup, shutdown) or when the loop raises.
 LIFECYCLE_HOOKS = ("rl_setup", "rl_shutdown", "rl_exception")
 #: Loop hooks whose implementations chain their outputs.
@@ -241,6 +247,20 @@ def rl_register_env_wrappers() -> dict[str, Any] | None:
 
     A factory is called as ``factory(env, **options)`` with a ``gymnasium.vector.VectorEnv``
     and returns the wrapped vector env. A wrapper with ``state_dict``/``load_state_dict`` is checkpointed.
+
+    :return: ``{name: factory}``.
+    """
+
+
+@hookspec
+def rl_register_vectorizations() -> dict[str, Any] | None:
+    """Contribute vector-env backends by name (``env.vectorization``: ``sync``, ``async``, ...).
+
+    A factory is called as ``factory(make_env, num_envs, env_id=..., kwargs=...)``, where
+    ``make_env()`` returns one ``gymnasium.Env`` of the run's env (``kwargs`` applied), and returns a
+    ``gymnasium.vector.VectorEnv`` in ``SAME_STEP`` autoreset mode. A backend that can save its envs'
+    state implements :class:`rlcore.SaveableVectorEnv` (``env_state``/``load_env_state``), so that a
+    resumed run continues the running episodes.
 
     :return: ``{name: factory}``.
     """

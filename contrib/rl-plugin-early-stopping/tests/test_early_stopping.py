@@ -1,58 +1,32 @@
-"""Tests of the ``early_stopping`` hook, using rl-core's public API only."""
+"""Tests of the ``early_stopping`` hook, with rl-core's public API and its kit for plugin authors (``rlcore.testing``)."""
 
 from __future__ import annotations
 
 import io
-import json
-import subprocess
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
-import gymnasium
 import pytest
 import torch
-from tensordict import TensorDict
-from tensordict.nn import ProbabilisticTensorDictModule, ProbabilisticTensorDictSequential, TensorDictModule
-from torch import nn
 
 import rlcore
 from rl_plugin_early_stopping import early_stopping
 from rl_plugin_early_stopping._hook import METRIC, EarlyStopping
+from rlcore.testing import HookRecorder, MemoryLogger, PluginConformance
 
 # ----------------------------------------------------------------------------- discovery
 
 
-def test_discovered_through_its_entry_point() -> None:
-    pm = rlcore.get_plugin_manager(only=["early_stopping"])
-    info = {i.name: i for i in pm.describe()}["early_stopping"]
-    assert info.status == "ok"
-    assert info.distribution == "rl-plugin-early-stopping"
-    assert info.provides == {"hooks": ["early_stopping"]}
-    assert pm.factory("hooks", "early_stopping") is early_stopping
+class TestPlugin(PluginConformance):
+    """Found through its entry point, listed by ``rlctl plugins list`` without importing torch, blockable."""
+
+    plugin = "early_stopping"
+    distribution = "rl-plugin-early-stopping"
+    provides = {"hooks": ["early_stopping"]}
 
 
-def test_listing_plugins_does_not_import_torch() -> None:
-    code = (
-        "import sys, rlcore\n"
-        "infos = rlcore.get_plugin_manager(only=['early_stopping']).describe()\n"
-        "assert any(i.name == 'early_stopping' and i.ok for i in infos), infos\n"
-        "print('torch' in sys.modules)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
-
-
-def test_rlctl_plugins_list_json_shows_it() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "rlcore", "--plugin", "early_stopping", "plugins", "list", "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    listed = {entry["name"]: entry for entry in json.loads(out.stdout)}
-    assert listed["early_stopping"]["status"] == "ok"
-    assert listed["early_stopping"]["provides"] == {"hooks": ["early_stopping"]}
+def test_the_factory_is_the_registered_one() -> None:
+    assert rlcore.get_plugin_manager(only=["early_stopping"]).factory("hooks", "early_stopping") is early_stopping
 
 
 # ------------------------------------------------------------------------ stopping logic
@@ -143,71 +117,10 @@ def test_state_dict_round_trip() -> None:
 # --------------------------------------------------------------------- a real short run
 
 
-class RecordingLogger(rlcore.Logger):
-    """Keeps every logged scalar in memory."""
-
-    def __init__(self) -> None:
-        super().__init__(exp_name="test", log_dir=".")
-        self.values: dict[str, list[tuple[int, float]]] = {}
-
-    def log_scalar(self, name: str, value: float, step: int) -> None:
-        self.values.setdefault(name, []).append((step, value))
-
-
-class L2Loss(nn.Module):
-    """A trivial loss module: keeps the policy's logits small."""
-
-    def __init__(self, net: nn.Module) -> None:
-        super().__init__()
-        self.net = net
-
-    def forward(self, batch: TensorDict) -> TensorDict:
-        return TensorDict({"loss_l2": self.net(batch["observation"]).pow(2).mean()}, batch_size=[])
-
-
-@pytest.fixture
-def cartpole() -> Iterator[tuple[rlcore.Collector, nn.Module]]:
-    """A collector on 4 CartPole envs (200 frames a batch) with a tiny categorical policy, and its loss module."""
-    env = gymnasium.make_vec(
-        "CartPole-v1",
-        num_envs=4,
-        vectorization_mode="sync",
-        vector_kwargs={"autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP},
-    )
-    net = nn.Linear(4, 2)
-    policy = ProbabilisticTensorDictSequential(
-        TensorDictModule(net, in_keys=["observation"], out_keys=["logits"]),
-        ProbabilisticTensorDictModule(
-            in_keys=["logits"], out_keys=["action"], distribution_class=torch.distributions.Categorical, return_log_prob=True
-        ),
-    )
-    collector = rlcore.Collector(env, policy, frames_per_batch=200)
-    yield collector, L2Loss(net)
-    env.close()
-
-
-def make_trainer(collector: rlcore.Collector, loss: nn.Module, logger: rlcore.Logger | None = None) -> rlcore.Trainer:
-    return rlcore.Trainer(
-        collector=collector,
-        loss_module=loss,
-        optimizer=torch.optim.SGD(loss.parameters(), lr=1e-3),
-        total_frames=20_000,
-        log_interval=1,
-        progress_bar=False,
-        seed=0,
-        loggers=logger,
-        plugin_manager=rlcore.PluginManager(discover=False),
-    )
-
-
-def test_a_real_run_stops_early_and_checkpoints_the_hook(
-    cartpole: tuple[rlcore.Collector, nn.Module], capsys: pytest.CaptureFixture[str]
-) -> None:
-    collector, loss = cartpole
-    logger = RecordingLogger()
-    trainer = make_trainer(collector, loss, logger)
+def test_a_real_run_stops_early_and_checkpoints_the_hook(rl_make_trainer: Callable[..., rlcore.Trainer], capsys: pytest.CaptureFixture[str]) -> None:
     hook = early_stopping(target_return=5.0, window=5)
-    hook.register(trainer, "early_stopping")
+    recorder, logger = HookRecorder(), MemoryLogger()
+    trainer = rl_make_trainer(num_envs=4, frames_per_batch=200, total_frames=20_000, plugins=[recorder], hooks={"early_stopping": hook}, loggers=[logger])
 
     trainer.train()
 
@@ -216,26 +129,26 @@ def test_a_real_run_stops_early_and_checkpoints_the_hook(
     assert trainer.batches <= 5
     assert hook.window_return is not None and hook.window_return >= 5.0
     assert "early_stopping: stopping at" in capsys.readouterr().err
-    logged = logger.values[METRIC]
-    assert logged[-1] == (trainer.collected_frames, pytest.approx(hook.window_return))
+    # it judged the window once per batch, at post_steps, after the batch's last optimizer step
+    names = recorder.names(plugin="rlcore.ops.post_steps")
+    assert names == ["rl_post_steps"] * trainer.batches
+    ends = [i for i, name in enumerate(recorder.names()) if name == "rl_post_steps"]
+    assert all(recorder.calls[i - 1].name == "rl_post_optim_log" for i in ends)
+    assert logger.values[METRIC][-1] == (trainer.collected_frames, pytest.approx(hook.window_return))
     assert logger.values["train/episode_return"]
 
-    # the hook's state is in the trainer's checkpoint state and comes back on resume
-    state = trainer.state_dict()
+    # the hook's state is in the run's last checkpoint, and comes back in a resumed run
+    _, state = trainer.checkpoint.load()
     assert state["modules"]["early_stopping"] == hook.state_dict()
-    resumed_trainer = make_trainer(collector, loss)
     resumed = early_stopping(target_return=5.0, window=5)
-    resumed.register(resumed_trainer, "early_stopping")
-    resumed_trainer.load_state_dict(state)
+    resumed_trainer = rl_make_trainer(run_dir=trainer.run_dir, num_envs=4, frames_per_batch=200, hooks={"early_stopping": resumed})
+    resumed_trainer.load_from_file()
     assert resumed.state_dict() == hook.state_dict()
 
 
-def test_a_run_below_the_target_runs_to_the_end(cartpole: tuple[rlcore.Collector, nn.Module]) -> None:
-    collector, loss = cartpole
-    trainer = make_trainer(collector, loss)
-    trainer.total_frames = 600
+def test_a_run_below_the_target_runs_to_the_end(rl_make_trainer: Callable[..., rlcore.Trainer]) -> None:
     hook = early_stopping(target_return=1e9, window=5)
-    hook.register(trainer, "early_stopping")
+    trainer = rl_make_trainer(num_envs=4, frames_per_batch=200, total_frames=600, hooks={"early_stopping": hook})
     trainer.train()
     assert trainer.collected_frames == 600
     assert hook.reason is None

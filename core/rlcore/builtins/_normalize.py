@@ -90,7 +90,7 @@ class NormalizeReward(VectorWrapper):
             self.rms.update(self.returns)
             self.returns[terminated | truncated] = 0.0
         scaled = np.clip(reward / np.sqrt(self.rms.var + self.epsilon), -self.clip, self.clip)
-        return obs, scaled, terminated, truncated, {**info, "raw_reward": reward}
+        return obs, scaled, terminated, truncated, {**info, "raw_reward": info.get("raw_reward", reward)}
 
     def state_dict(self) -> dict[str, Any]:
         import torch

@@ -1,7 +1,8 @@
-"""Builtin plugin: vector-env wrappers that normalise observations and rewards, with checkpointable statistics."""
+"""Builtin plugin: Gymnasium's vector envs (``sync``, ``async``) and wrappers that normalise observations and rewards."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rlcore import hookimpl
@@ -32,6 +33,34 @@ def normalize_reward(env: Any, gamma: float = 0.99, epsilon: float = 1e-8, clip:
     from ._normalize import NormalizeReward
 
     return NormalizeReward(env, gamma=gamma, epsilon=epsilon, clip=clip)
+
+
+def sync_vector_env(make_env: Callable[[], Any], num_envs: int, **_: Any) -> Any:
+    """``num_envs`` envs stepped one after the other in this process; their state is checkpointed where Gymnasium allows.
+
+    :param make_env: returns one env.
+    :param num_envs: how many.
+    """
+    from ._gym_state import StatefulSyncVectorEnv
+
+    return StatefulSyncVectorEnv([make_env] * num_envs)
+
+
+def async_vector_env(make_env: Callable[[], Any], num_envs: int, **_: Any) -> Any:
+    """``num_envs`` envs, each in a worker process (Gymnasium's ``AsyncVectorEnv``); their state is
+    checkpointed where Gymnasium allows, and the workers leave SIGINT/SIGTERM to the training process.
+
+    :param make_env: returns one env.
+    :param num_envs: how many.
+    """
+    from ._gym_state import StatefulAsyncVectorEnv
+
+    return StatefulAsyncVectorEnv([make_env] * num_envs)
+
+
+@hookimpl
+def rl_register_vectorizations() -> dict[str, Any]:
+    return {"sync": sync_vector_env, "async": async_vector_env}
 
 
 @hookimpl

@@ -23,7 +23,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param
 from mlflow.exceptions import MlflowException
 
-from rlcore import ConfigError, Logger, write_mp4
+from rlcore import ConfigError, Logger
 
 #: Files of the run directory uploaded as artifacts on close.
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml")
@@ -78,8 +78,8 @@ class MLflowLogger(Logger):
         id_file = self.log_dir / RUN_ID_FILE
         self._previous_run_id = id_file.read_text().strip() if id_file.is_file() else None
         self.flush_secs = flush_secs
-        #: mp4 needs imageio and imageio-ffmpeg (the ``video`` extra)
-        self.supports_video = all(importlib.util.find_spec(m) for m in ("imageio", "imageio_ffmpeg"))
+        #: mp4 videos need rl-plugin-video's frame pipeline (the ``video`` extra)
+        self.supports_video = importlib.util.find_spec("rl_plugin_video") is not None
         self._pending: list[Metric] = []
         self._sent_at = time.monotonic()
         self._hparams: dict[str, Any] | None = None
@@ -144,16 +144,17 @@ class MLflowLogger(Logger):
 
     # ------------------------------------------------------------------ artifacts
     def log_video(self, name: str, video: Any, step: int, fps: int = 30) -> None:
-        """Upload ``video`` as ``videos/<name>_<step>.mp4``; skipped with a warning without imageio."""
+        """Upload ``video`` as ``videos/<name>_<step>.mp4`` (rl-plugin-video's ``write_mp4``); skipped with one warning without it."""
         if not self.supports_video:
             if not self._warned_video:
                 warnings.warn(
-                    "rl-plugin-mlflow: videos are not logged; install imageio and imageio-ffmpeg "
-                    "(pip install 'rl-plugin-mlflow[video]')",
+                    "rl-plugin-mlflow: videos are not logged; install rl-plugin-video (pip install 'rl-plugin-mlflow[video]')",
                     stacklevel=2,
                 )
                 self._warned_video = True
             return
+        from rl_plugin_video import write_mp4
+
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / f"{metric_key(name).replace('/', '_')}_{int(step)}.mp4"
             write_mp4(path, video, fps)

@@ -4,15 +4,17 @@ Written with torch's :class:`~torch.utils.tensorboard.SummaryWriter` (torch is a
 rl-core anyway). Scalars of one step share one event; hparams are written as the HParams
 plugin's session summaries, so TensorBoard lists the run with its metrics; videos are animated
 GIFs in the Images tab (what ``SummaryWriter.add_video`` writes, but encoded with Pillow instead
-of moviepy).
+of moviepy), their frames converted by rl-plugin-video's frame pipeline (the ``video`` extra).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import os
 import sys
 import time
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,8 +39,6 @@ class TensorBoardLogger(Logger):
     :param max_queue: events queued before a flush is forced.
     """
 
-    supports_video = True
-
     def __init__(
         self,
         exp_name: str,
@@ -52,6 +52,9 @@ class TensorBoardLogger(Logger):
         self._writer = SummaryWriter(log_dir=str(self.directory), **self._options)
         self._hparams_logged = False
         self._closed = False
+        #: videos need rl-plugin-video's frame pipeline (the ``video`` extra)
+        self.supports_video = importlib.util.find_spec("rl_plugin_video") is not None
+        self._warned_video = False
 
     def resume(self, step: int) -> None:
         """Purge the events logged after ``step`` by the interrupted run (TensorBoard's ``purge_step``)."""
@@ -83,14 +86,22 @@ class TensorBoardLogger(Logger):
         self._hparams_logged = True
 
     def log_video(self, name: str, video: Any, step: int, fps: int = 30) -> None:
-        """Write ``video`` as an animated GIF image summary."""
-        frames = as_uint8_video(video)
-        image = Summary.Image(
-            height=frames.shape[1],
-            width=frames.shape[2],
-            colorspace=1 if frames.shape[3] == 1 else 3,
-            encoded_image_string=encode_gif(frames, fps),
-        )
+        """Write ``video`` as an animated GIF image summary; skipped with one warning without rl-plugin-video.
+
+        :raises ValueError: when ``video`` is not ``[time, height, width, 1|3|4]`` (see ``rl_plugin_video.to_rgb_video``).
+        """
+        if not self.supports_video:
+            if not self._warned_video:
+                warnings.warn(
+                    "rl-plugin-tensorboard: videos are not logged; install rl-plugin-video (pip install 'rl-plugin-tensorboard[video]')",
+                    stacklevel=2,
+                )
+                self._warned_video = True
+            return
+        from rl_plugin_video import to_rgb_video
+
+        frames = to_rgb_video(video)
+        image = Summary.Image(height=frames.shape[1], width=frames.shape[2], colorspace=3, encoded_image_string=encode_gif(frames, fps))
         self._add(Summary(value=[Summary.Value(tag=name, image=image)]), step)
 
     def log_histogram(self, name: str, values: Any, step: int) -> None:
@@ -126,29 +137,15 @@ def exit_status() -> str:
     return "killed" if isinstance(err, KeyboardInterrupt) else "failed"
 
 
-def as_uint8_video(video: Any) -> np.ndarray:
-    """``video`` as a ``uint8`` array ``[time, height, width, 1|3|4]`` (floats are taken to be in ``[0, 1]``).
-
-    :param video: an array or tensor ``[time, height, width, channels]``.
-    :raises ValueError: on any other shape.
-    """
-    frames = np.asarray(video.detach().cpu() if hasattr(video, "detach") else video)
-    if frames.ndim != 4 or frames.shape[-1] not in (1, 3, 4) or frames.shape[0] == 0:
-        raise ValueError(f"a video is [time, height, width, 1|3|4 channels], got shape {frames.shape}")
-    if np.issubdtype(frames.dtype, np.floating):
-        frames = frames * 255.0
-    return np.clip(frames, 0, 255).astype(np.uint8, copy=False)
-
-
 def encode_gif(frames: np.ndarray, fps: int) -> bytes:
-    """Encode ``uint8`` frames ``[time, height, width, channels]`` as a looping animated GIF.
+    """Encode ``uint8`` RGB frames ``[time, height, width, 3]`` as a looping animated GIF.
 
-    :param frames: the video; an alpha channel is dropped.
+    :param frames: the video, as ``rl_plugin_video.to_rgb_video`` gives it.
     :param fps: frames per second (browsers play GIF frames no faster than 50 per second).
     """
     from PIL import Image
 
-    pictures = [Image.fromarray(f[..., 0] if f.shape[-1] == 1 else f[..., :3]) for f in frames]
+    pictures = [Image.fromarray(f) for f in frames]
     out = io.BytesIO()
     duration = max(20, round(1000 / max(fps, 1)))
     pictures[0].save(out, format="GIF", save_all=True, append_images=pictures[1:], duration=duration, loop=0)

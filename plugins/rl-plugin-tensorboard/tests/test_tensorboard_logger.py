@@ -1,12 +1,14 @@
-"""The tensorboard logger against real event files, read back with TensorBoard's own reader."""
+"""The tensorboard logger against real event files, read back with TensorBoard's own reader.
+
+The Logger contract comes from rl-core's kit (``rlcore.testing.LoggerConformance``); the tests
+below it check what only TensorBoard has: typed hparams sessions, histograms and GIF videos.
+"""
 
 from __future__ import annotations
 
 import io
-import os
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,8 +18,10 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from tensorboard.plugins.hparams.api_pb2 import Status
 from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
 
-import rlcore
 from rl_plugin_tensorboard._logger import TensorBoardLogger
+from rlcore.testing import LoggerConformance, PluginConformance, Scalars
+
+_STATUS = {Status.STATUS_SUCCESS: "finished", Status.STATUS_FAILURE: "failed"}
 
 
 def read_events(log_dir: Path) -> EventAccumulator:
@@ -26,10 +30,45 @@ def read_events(log_dir: Path) -> EventAccumulator:
     return acc
 
 
-def hparams_data(acc: EventAccumulator, tag: str) -> HParamsPluginData:
+def hparams_data(acc: EventAccumulator, tag: str) -> HParamsPluginData | None:
+    try:
+        content = acc.PluginTagToContent("hparams")
+    except KeyError:  # no hparams logged
+        return None
+    if tag not in content:
+        return None
     data = HParamsPluginData()
-    data.ParseFromString(acc.PluginTagToContent("hparams")[tag])
+    data.ParseFromString(content[tag])
     return data
+
+
+class TestTensorBoardLogger(LoggerConformance):
+    resume_mode = "drop"  # TensorBoard's purge_step
+
+    def make_logger(self, log_dir: Path) -> TensorBoardLogger:
+        return TensorBoardLogger("run", log_dir)
+
+    def read_back(self, logger: TensorBoardLogger) -> Scalars:  # type: ignore[override]
+        acc = read_events(logger.log_dir)
+        return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+
+    def read_hparams(self, logger: TensorBoardLogger) -> dict[str, Any] | None:  # type: ignore[override]
+        start = hparams_data(read_events(logger.log_dir), "_hparams_/session_start_info")
+        if start is None:
+            return None
+        hparams = start.session_start_info.hparams
+        return {key: getattr(value, value.WhichOneof("kind")) for key, value in hparams.items()}
+
+    def run_status(self, logger: TensorBoardLogger) -> str | None:  # type: ignore[override]
+        end = hparams_data(read_events(logger.log_dir), "_hparams_/session_end_info")
+        return None if end is None else _STATUS[end.session_end_info.status]
+
+
+class TestTensorBoardPlugin(PluginConformance):
+    plugin = "tensorboard"
+    distribution = "rl-plugin-tensorboard"
+    provides = {"loggers": ["tensorboard"]}
+    heavy_modules = ("torch", "tensorboard", "PIL")
 
 
 @pytest.fixture
@@ -37,52 +76,17 @@ def logger(tmp_path: Path) -> TensorBoardLogger:
     return TensorBoardLogger("run-1", tmp_path)
 
 
-def test_scalars_with_frame_steps(logger: TensorBoardLogger, tmp_path: Path) -> None:
-    logger.log_scalar("train/episode_return", 1.5, 128)
-    logger.log_scalars({"train/episode_return": 2.5, "loss/objective": -0.25}, 256)
-    logger.log_scalars({}, 300)
-    logger.flush()
+def test_hparams_keep_their_types_in_the_session(logger: TensorBoardLogger, tmp_path: Path) -> None:
+    logger.log_hparams({"algo.lr": 3e-4, "trainer.total_frames": 4096, "algo.norm_adv": True, "env.name": "CartPole-v1", "algo.x": None})
     logger.close()
-    acc = read_events(tmp_path)
-    assert [(e.step, e.value) for e in acc.Scalars("train/episode_return")] == [(128, 1.5), (256, 2.5)]
-    assert [(e.step, e.value) for e in acc.Scalars("loss/objective")] == [(256, -0.25)]
-    assert list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
-
-
-def test_hparams_session_start_and_end(logger: TensorBoardLogger, tmp_path: Path) -> None:
-    logger.log_hparams(
-        {
-            "algo.lr": 3e-4,
-            "trainer.total_frames": 4096,
-            "algo.norm_adv": True,
-            "env.name": "CartPole-v1",
-            "env.wrappers": ["a"],
-            "algo.x": None,
-        }
-    )
-    logger.log_scalar("train/episode_return", 1.0, 1)
-    logger.close()
-    acc = read_events(tmp_path)
-    start = hparams_data(acc, "_hparams_/session_start_info").session_start_info.hparams
-    assert start["algo.lr"].number_value == pytest.approx(3e-4)
-    assert start["trainer.total_frames"].number_value == 4096
-    assert start["algo.norm_adv"].bool_value is True
-    assert start["env.name"].string_value == "CartPole-v1"
-    assert start["env.wrappers"].string_value == "['a']"
-    assert start["algo.x"].string_value == "None"
-    end = hparams_data(acc, "_hparams_/session_end_info").session_end_info
-    assert end.status == Status.STATUS_SUCCESS
-
-
-def test_session_marked_failed_when_closed_during_an_exception(logger: TensorBoardLogger, tmp_path: Path) -> None:
-    logger.log_hparams({"algo.lr": 0.1})
-    with pytest.raises(RuntimeError):
-        try:
-            raise RuntimeError("diverged")
-        finally:
-            logger.close()
-    end = hparams_data(read_events(tmp_path), "_hparams_/session_end_info").session_end_info
-    assert end.status == Status.STATUS_FAILURE
+    start = hparams_data(read_events(tmp_path), "_hparams_/session_start_info")
+    assert start is not None
+    hparams = start.session_start_info.hparams
+    assert hparams["algo.lr"].number_value == pytest.approx(3e-4)
+    assert hparams["trainer.total_frames"].number_value == 4096
+    assert hparams["algo.norm_adv"].bool_value is True
+    assert hparams["env.name"].string_value == "CartPole-v1"
+    assert hparams["algo.x"].string_value == "None"
 
 
 def test_histogram(logger: TensorBoardLogger, tmp_path: Path) -> None:
@@ -115,45 +119,25 @@ def test_bad_video_shape_is_rejected(logger: TensorBoardLogger) -> None:
     logger.close()
 
 
-def test_close_is_idempotent(logger: TensorBoardLogger) -> None:
-    logger.close()
-    logger.flush()
-    logger.close()
+def test_options_pass_through_the_registry(tmp_path: Path) -> None:
+    import rlcore
 
-
-def test_discovered_through_its_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("RLCORE_PLUGINS", raising=False)
-    pm = rlcore.get_plugin_manager()
-    info = {i.name: i for i in pm.describe()}["tensorboard"]
-    assert (info.status, info.distribution, info.provides) == ("ok", "rl-plugin-tensorboard", {"loggers": ["tensorboard"]})
-    logger = rlcore.get_logger("tensorboard", exp_name="run-1", log_dir=tmp_path, plugin_manager=pm, flush_secs=1)
-    assert isinstance(logger, TensorBoardLogger) and isinstance(logger, rlcore.Logger)
+    logger = rlcore.get_logger("tensorboard", exp_name="run-1", log_dir=tmp_path, plugin_manager=rlcore.get_plugin_manager(), flush_secs=1)
+    assert isinstance(logger, TensorBoardLogger) and logger._options["flush_secs"] == 1
     logger.log_scalar("x", 1.0, 1)
     logger.close()
     assert read_events(tmp_path).Scalars("x")[0].value == 1.0
 
 
-def test_listing_plugins_does_not_import_tensorboard() -> None:
-    code = (
-        "import sys, rlcore\n"
-        "infos = {i.name: i for i in rlcore.get_plugin_manager().describe()}\n"
-        "assert infos['tensorboard'].provides == {'loggers': ['tensorboard']}, infos\n"
-        "heavy = [m for m in ('tensorboard', 'torch.utils.tensorboard', 'PIL') if m in sys.modules]\n"
-        "assert not heavy, heavy\n"
-    )
-    env = {**os.environ, "RLCORE_PLUGINS": "rl-plugin-tensorboard"}
-    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
+def test_video_skipped_with_one_warning_without_rl_plugin_video(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
 
-
-def test_resume_purges_what_the_interrupted_run_logged_after_the_checkpoint(tmp_path: Path) -> None:
-    crashed = TensorBoardLogger("run", tmp_path)
-    for step in (1, 2, 3, 4, 5):
-        crashed.log_scalars({"loss": float(step)}, step)
-    crashed.close()  # the checkpoint was taken at step 3; steps 4 and 5 are logged again below
-    resumed = TensorBoardLogger("run", tmp_path)
-    resumed.resume(3)
-    for step in (4, 5, 6):
-        resumed.log_scalars({"loss": 10.0 * step}, step)
-    resumed.close()
-    events = read_events(tmp_path).Scalars("loss")
-    assert [(e.step, e.value) for e in events] == [(1, 1.0), (2, 2.0), (3, 3.0), (4, 40.0), (5, 50.0), (6, 60.0)]
+    monkeypatch.setitem(sys.modules, "rl_plugin_video", None)  # as when it is not installed: importing it fails
+    logger = TensorBoardLogger("run", tmp_path)
+    assert not logger.supports_video
+    with pytest.warns(UserWarning, match="install rl-plugin-video") as caught:
+        for step in range(2):
+            logger.log_video("eval/video", np.zeros((2, 4, 4, 3), dtype=np.uint8), step=step)
+    assert len([w for w in caught if "rl-plugin-video" in str(w.message)]) == 1
+    logger.close()
+    assert read_events(tmp_path).Tags()["images"] == []

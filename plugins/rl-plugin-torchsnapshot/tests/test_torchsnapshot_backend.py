@@ -1,4 +1,10 @@
-"""The torchsnapshot backend against real torchsnapshot: round trips, pruning, atomicity, corruption."""
+"""The torchsnapshot backend against real torchsnapshot.
+
+The CheckpointBackend contract comes from rl-core's kit (``rlcore.testing.CheckpointBackendConformance``:
+round trip of a realistic state, pruning, atomic writes, damaged checkpoints skipped and refused);
+the tests below it check what only torchsnapshot has: its layouts, its manifest, its failure modes,
+and that nothing in a snapshot is ever unpickled.
+"""
 
 from __future__ import annotations
 
@@ -14,15 +20,17 @@ import torch
 
 from rl_plugin_torchsnapshot import make_backend
 from rl_plugin_torchsnapshot._backend import MANIFEST, Snapshot, StateDict, TorchSnapshotBackend
-from rlcore import CheckpointBackend, CheckpointError
+from rlcore import CheckpointError
+from rlcore.testing import CheckpointBackendConformance, assert_state_equal
 
-# ----------------------------------------------------------------------------- helpers
+
+class TestTorchSnapshotBackend(CheckpointBackendConformance):
+    def make_backend(self, directory: Path, keep_last: int) -> TorchSnapshotBackend:
+        return make_backend(directory=directory, keep_last=keep_last)
 
 
 def _mlp() -> torch.nn.Module:
-    return torch.nn.Sequential(
-        torch.nn.Linear(6, 32), torch.nn.Tanh(), torch.nn.Linear(32, 32), torch.nn.Tanh(), torch.nn.Linear(32, 3)
-    )
+    return torch.nn.Sequential(torch.nn.Linear(6, 32), torch.nn.Tanh(), torch.nn.Linear(32, 32), torch.nn.Tanh(), torch.nn.Linear(32, 3))
 
 
 def _train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
@@ -51,32 +59,6 @@ def _realistic_state(seed: int = 0) -> tuple[dict[str, Any], torch.nn.Module, to
     return state, model, optimizer
 
 
-def assert_identical(expected: Any, actual: Any, where: str = "state") -> None:
-    """Types, structure and values equal; tensors and arrays bit for bit."""
-    assert type(actual) is type(expected), f"{where}: {type(actual)} != {type(expected)}"
-    if isinstance(expected, torch.Tensor):
-        assert (actual.dtype, actual.shape) == (expected.dtype, expected.shape), where
-        assert actual.requires_grad == expected.requires_grad, where
-        assert actual.detach().contiguous().reshape(-1).view(torch.uint8).tolist() == (
-            expected.detach().contiguous().reshape(-1).view(torch.uint8).tolist()
-        ), where
-    elif isinstance(expected, np.ndarray):
-        assert (actual.dtype, actual.shape) == (expected.dtype, expected.shape), where
-        assert actual.tobytes() == expected.tobytes(), where
-    elif isinstance(expected, dict):
-        assert list(actual) == list(expected), where
-        for key in expected:
-            assert_identical(expected[key], actual[key], f"{where}[{key!r}]")
-    elif isinstance(expected, (list, tuple)):
-        assert len(actual) == len(expected), where
-        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
-            assert_identical(e, a, f"{where}[{i}]")
-    elif isinstance(expected, float) and expected != expected:
-        assert actual != actual, where
-    else:
-        assert actual == expected, where
-
-
 def _newest_data_file(checkpoint: Path) -> Path:
     """The largest data file of a snapshot (torchsnapshot batches small tensors into one file)."""
     files = [p for p in checkpoint.rglob("*") if p.is_file() and p.name != MANIFEST]
@@ -89,23 +71,6 @@ def backend(tmp_path: Path) -> TorchSnapshotBackend:
 
 
 # --------------------------------------------------------------------------- round trip
-
-
-def test_backend_is_a_directory_backend(backend: TorchSnapshotBackend) -> None:
-    assert isinstance(backend, CheckpointBackend)
-    assert backend.suffix == ""
-    assert backend.keep_last == 3
-
-
-def test_round_trip_realistic_state_is_bit_identical(backend: TorchSnapshotBackend) -> None:
-    state, _, _ = _realistic_state()
-    saved = backend.save(state, frames=4096)
-    assert saved.name == "ckpt-000000004096" and saved.is_dir() and (saved / MANIFEST).is_file()
-
-    loaded_path, loaded = backend.load()
-
-    assert loaded_path == saved
-    assert_identical(state, loaded)
 
 
 def test_restored_state_continues_training_identically(backend: TorchSnapshotBackend) -> None:
@@ -124,8 +89,8 @@ def test_restored_state_continues_training_identically(backend: TorchSnapshotBac
     torch.set_rng_state(loaded["rng"]["torch"])
     _train_step(resumed_model, resumed_optimizer)
 
-    assert_identical(model.state_dict(), resumed_model.state_dict())
-    assert_identical(optimizer.state_dict(), resumed_optimizer.state_dict())
+    assert_state_equal(model.state_dict(), resumed_model.state_dict())
+    assert_state_equal(optimizer.state_dict(), resumed_optimizer.state_dict())
 
 
 def test_round_trip_of_unusual_values(backend: TorchSnapshotBackend) -> None:
@@ -159,7 +124,7 @@ def test_round_trip_of_unusual_values(backend: TorchSnapshotBackend) -> None:
 
     _, loaded = backend.load()
 
-    assert_identical(state, loaded)
+    assert_state_equal(state, loaded)
     assert isinstance(loaded["parameter"], torch.nn.Parameter) and loaded["parameter"].requires_grad
     assert loaded["shared"][0] is loaded["shared"][1]
     assert list(loaded["ordered"]) == ["b", "a"]
@@ -179,7 +144,7 @@ def test_round_trip_with_other_torchsnapshot_layouts(backend: TorchSnapshotBacke
     else:
         assert not (path / "batched").exists()
 
-    assert_identical(state, backend.load()[1])
+    assert_state_equal(state, backend.load()[1])
     _truncate_data(path)
     with pytest.raises(CheckpointError, match="truncated"):
         backend.read(path)
@@ -195,46 +160,7 @@ def test_module_state_dict_keeps_its_version_metadata(backend: TorchSnapshotBack
     torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.BatchNorm1d(2)).load_state_dict(loaded["model"])
 
 
-def test_unsupported_value_fails_the_save_and_leaves_nothing(backend: TorchSnapshotBackend) -> None:
-    with pytest.raises(TypeError, match=r"state\['hooks'\]\['bad'\]"):
-        backend.save({"hooks": {"bad": object()}}, frames=1)
-
-    assert backend.checkpoints() == []
-    assert list(backend.directory.iterdir()) == []
-
-
 # ------------------------------------------------------------------ pruning and atomicity
-
-
-def test_keep_last_prunes_the_oldest(tmp_path: Path) -> None:
-    backend = make_backend(directory=tmp_path, keep_last=2)
-    for frames in (100, 200, 300, 400):
-        backend.save({"frames": frames, "w": torch.full((3,), float(frames))}, frames=frames)
-
-    assert [p.name for p in backend.checkpoints()] == ["ckpt-000000000300", "ckpt-000000000400"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt-000000000300", "ckpt-000000000400"]
-    path, state = backend.load()
-    assert path.name == "ckpt-000000000400" and state["frames"] == 400
-
-
-class _CrashAfterWrite(TorchSnapshotBackend):
-    """Writes a complete snapshot, then fails before the rename (a crash at the worst moment)."""
-
-    def write(self, state: Any, path: Path) -> None:
-        super().write(state, path)
-        assert (path / MANIFEST).is_file()
-        raise OSError("simulated crash after the snapshot was written")
-
-
-def test_failed_write_leaves_no_checkpoint_and_the_previous_one_loadable(tmp_path: Path) -> None:
-    TorchSnapshotBackend(tmp_path).save({"frames": 1, "w": torch.ones(3)}, frames=1)
-
-    with pytest.raises(OSError, match="simulated crash"):
-        _CrashAfterWrite(tmp_path).save({"frames": 2, "w": torch.zeros(3)}, frames=2)
-
-    assert [p.name for p in tmp_path.iterdir()] == ["ckpt-000000000001"]
-    path, state = TorchSnapshotBackend(tmp_path).load()
-    assert path.name == "ckpt-000000000001" and state["frames"] == 1
 
 
 def test_write_failing_inside_torchsnapshot_leaves_no_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -320,7 +246,7 @@ def test_corrupted_newest_falls_back_to_previous(backend: TorchSnapshotBackend, 
         path, loaded = backend.load()
 
     assert path.name == "ckpt-000000000100"
-    assert_identical(good, loaded)
+    assert_state_equal(good, loaded)
 
 
 @pytest.mark.parametrize("corrupt", CORRUPTIONS, ids=lambda f: f.__name__.strip("_"))
@@ -342,14 +268,6 @@ def test_no_readable_checkpoint_raises(backend: TorchSnapshotBackend) -> None:
 
     with pytest.warns(UserWarning), pytest.raises(CheckpointError, match="no readable checkpoint"):
         backend.load()
-
-
-def test_not_a_snapshot_raises(tmp_path: Path, backend: TorchSnapshotBackend) -> None:
-    (tmp_path / "file").write_text("x")
-    (tmp_path / "empty").mkdir()
-    for path in (tmp_path / "missing", tmp_path / "file", tmp_path / "empty"):
-        with pytest.raises(CheckpointError):
-            backend.read(path)
 
 
 # --------------------------------------------------------------------------------- safety

@@ -1,14 +1,20 @@
-"""rl-core plugin: the ``video_recorder``, ``tensordict_recorder`` and ``evaluation`` hooks.
+"""rl-core plugin: the ``video_recorder``, ``tensordict_recorder`` and ``evaluation`` hooks, ``rlctl eval --video``,
+and the frame pipeline that every logger taking videos uses.
 
-Turn them on in the config's ``hooks`` section::
+Turn the hooks on in the config's ``hooks`` section::
 
     hooks:
       evaluation: {record_interval: 10000, episodes: 5, video: true, fps: 30}
       video_recorder: {interval: 50000, skip: 2}
       tensordict_recorder: {max_batches: 4, keys: [observation, action, next.reward]}
 
-This module stays light: torch, tensordict and imageio are imported only when a hook is
-created or one of the names below (:class:`VideoRecorder`, :func:`load_rollouts`, ...) is used.
+The frame pipeline (public): :func:`to_rgb` (one frame as ``uint8`` RGB ``[H, W, 3]``), :func:`tile`
+(frames of several envs as one grid), :func:`to_video_frame` (a frame, a batch or a list as one
+frame), :func:`to_rgb_video` (a video as ``uint8`` RGB ``[T, H, W, 3]``), :func:`pad_even`,
+:func:`write_mp4`, :func:`read_video` and :class:`VideoRecorder` (frames streamed to mp4 files).
+
+This module stays light: numpy, torch, tensordict and imageio are imported only when a hook is
+created or one of the names below is used.
 """
 
 from __future__ import annotations
@@ -23,26 +29,53 @@ from rlcore import hookimpl
 from ._options import EvaluationOptions, TensorDictRecorderOptions, VideoRecorderOptions
 
 if TYPE_CHECKING:
-    from ._evaluation import Evaluation, EvaluationHook, deterministic, run_episodes
-    from ._recorder import VideoRecorder, read_video
+    import click
+
+    from ._evaluation import Evaluation, EvaluationHook
+    from ._frames import pad_even, tile, to_rgb, to_rgb_video, to_video_frame
+    from ._recorder import VideoRecorder, read_video, write_mp4
     from ._rollouts import TensorDictRecorderHook, load_rollouts, save_rollout
-    from ._video_hook import RenderCapture, VideoRecorderHook
+    from ._video_hook import VideoRecorderHook
 
 _LAZY = {
     "Evaluation": "._evaluation",
     "EvaluationHook": "._evaluation",
-    "deterministic": "._evaluation",
-    "run_episodes": "._evaluation",
+    "pad_even": "._frames",
+    "tile": "._frames",
+    "to_rgb": "._frames",
+    "to_rgb_video": "._frames",
+    "to_video_frame": "._frames",
     "VideoRecorder": "._recorder",
     "read_video": "._recorder",
+    "write_mp4": "._recorder",
     "TensorDictRecorderHook": "._rollouts",
     "load_rollouts": "._rollouts",
     "save_rollout": "._rollouts",
-    "RenderCapture": "._video_hook",
     "VideoRecorderHook": "._video_hook",
 }
 
-__all__ = sorted([*_LAZY, "EvaluationOptions", "TensorDictRecorderOptions", "VideoRecorderOptions", "evaluation", "tensordict_recorder", "video_recorder"])
+__all__ = [
+    "Evaluation",
+    "EvaluationHook",
+    "EvaluationOptions",
+    "TensorDictRecorderHook",
+    "TensorDictRecorderOptions",
+    "VideoRecorder",
+    "VideoRecorderHook",
+    "VideoRecorderOptions",
+    "evaluation",
+    "load_rollouts",
+    "pad_even",
+    "read_video",
+    "save_rollout",
+    "tensordict_recorder",
+    "tile",
+    "to_rgb",
+    "to_rgb_video",
+    "to_video_frame",
+    "video_recorder",
+    "write_mp4",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -77,3 +110,11 @@ evaluation = _factory("evaluation", EvaluationOptions, "._evaluation", "Evaluati
 @hookimpl
 def rl_register_hooks() -> dict[str, Any]:
     return {"video_recorder": video_recorder, "tensordict_recorder": tensordict_recorder, "evaluation": evaluation}
+
+
+@hookimpl
+def rl_register_commands(cli: click.Group) -> None:
+    """``rlctl eval --video [--fps N]``: record the first evaluated episode."""
+    from ._command import add_video_option
+
+    add_video_option(cli)

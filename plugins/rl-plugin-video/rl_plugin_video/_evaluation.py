@@ -1,21 +1,19 @@
 """The ``evaluation`` hook: the deterministic policy on a separate env, with an optional video.
 
-TorchRL's ``Recorder`` / ``LogValidationReward``, counted in collected frames.
+TorchRL's ``Recorder`` / ``LogValidationReward``, counted in collected frames. The episodes run in
+the kernel's evaluation loop, :func:`rlcore.evaluate`; this hook only schedules them, logs them and
+records the frames the loop offers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-from tensordict import TensorDict
-from tensordict.nn import InteractionType, set_interaction_type
 
+import rlcore
 from rlcore import ConfigError, hookimpl
 
 from ._hook import PluginHook, output_directory
@@ -24,6 +22,8 @@ from ._recorder import VideoRecorder
 
 if TYPE_CHECKING:
     from rlcore import Trainer
+
+NO_ENV = "hooks.evaluation.env: the trainer has no make_env; name an env to evaluate on"
 
 
 @dataclass
@@ -44,101 +44,14 @@ class Evaluation:
         return {"eval/episode_return": float(np.mean(self.returns)), "eval/episode_length": float(np.mean(self.lengths))}
 
 
-@contextmanager
-def deterministic(policy: Any) -> Iterator[None]:
-    """Put ``policy`` in eval mode and act deterministically (the distribution's mode), without gradients.
-
-    The policy's training flag is restored on exit.
-
-    :param policy: a ``tensordict.nn`` module (any object with ``training``/``train`` works).
-    """
-    training = getattr(policy, "training", None)
-    if training is not None:
-        policy.train(False)
-    try:
-        with torch.no_grad(), set_interaction_type(InteractionType.DETERMINISTIC):
-            yield
-    finally:
-        if training is not None:
-            policy.train(training)
-
-
-def run_episodes(
-    policy: Any,
-    env: Any,
-    episodes: int | None = 1,
-    max_frames: int | None = None,
-    recorder: VideoRecorder | None = None,
-    seed: int | None = None,
-) -> Evaluation:
-    """Roll ``policy`` out on the one-env vector env ``env``, episode after episode.
-
-    Each episode starts with ``env.reset()``, so any autoreset mode works. It stops after
-    ``episodes`` episodes or ``max_frames`` steps, whichever comes first; when ``max_frames``
-    comes first and no episode has ended, the running episode counts with its partial return.
-    ``recorder`` receives one frame per action of the first episode (the state the action was
-    taken in), so a video of an episode of length ``T`` has ``ceil(T / skip)`` frames.
-    Call it inside :func:`deterministic` to evaluate.
-
-    :param policy: reads ``observation``, writes ``action``.
-    :param env: a ``gymnasium.vector.VectorEnv`` with one env (``render_mode="rgb_array"`` to record).
-    :param episodes: how many episodes; ``None`` runs until ``max_frames``.
-    :param max_frames: the most steps in all; ``None`` for no limit.
-    :param recorder: where the frames of the first episode go.
-    :param seed: reset seed of the first episode.
-    :raises ValueError: when ``env`` has more than one env, or neither limit is set.
-    """
-    if getattr(env, "num_envs", 1) != 1:
-        raise ValueError(f"run_episodes needs a vector env with one env, got num_envs={env.num_envs}")
-    if episodes is None and max_frames is None:
-        raise ValueError("set episodes or max_frames")
-    device = next((p.device for p in _parameters(policy)), torch.device("cpu"))
-    result = Evaluation()
-    steps = 0
-    while episodes is None or len(result.returns) < episodes:
-        obs, _ = env.reset(seed=seed if not result.returns else None)
-        episode_return, length = 0.0, 0
-        record = recorder if not result.returns else None
-        while True:
-            if record is not None:
-                record.add(lambda: _frame(env))
-            observation = torch.as_tensor(obs, device=device)
-            observation = observation.float() if observation.is_floating_point() else observation
-            action = policy(TensorDict({"observation": observation}, batch_size=[1], device=device))["action"]
-            obs, reward, terminated, truncated, info = env.step(action.cpu().numpy())
-            episode_return += float(np.asarray(info.get("raw_reward", reward)).reshape(-1)[0])
-            length += 1
-            steps += 1
-            if bool(terminated[0] or truncated[0]) or (max_frames is not None and steps >= max_frames):
-                break
-        if bool(terminated[0] or truncated[0]) or not result.returns:
-            result.returns.append(episode_return)
-            result.lengths.append(length)
-        if max_frames is not None and steps >= max_frames:
-            break
-    return result
-
-
-def _parameters(policy: Any) -> Iterator[torch.Tensor]:
-    parameters = getattr(policy, "parameters", None)
-    return iter(parameters()) if callable(parameters) else iter(())
-
-
-def _frame(env: Any) -> Any:
-    frames = env.render()
-    if frames is None or frames[0] is None:
-        raise RuntimeError("the evaluation env renders no frames: make it with render_mode='rgb_array'")
-    return frames[0]
-
-
 class EvaluationHook(EvaluationOptions, PluginHook):
     """Evaluates the deterministic policy every ``record_interval`` collected frames and at the end.
 
     Each evaluation builds a fresh one-env env with ``trainer.make_env`` (the training env's
-    wrappers, normalisation statistics as they are then), runs ``episodes`` episodes, logs
-    ``eval/episode_return`` and ``eval/episode_length`` through ``trainer.log`` and, with
-    ``video``, writes the first episode to ``RUN_DIR/videos/eval_<frames>.mp4`` and hands it to
-    the loggers that take videos. The options are those of
+    wrappers, normalisation statistics as they are then), runs ``episodes`` episodes with
+    :func:`rlcore.evaluate`, logs ``eval/episode_return`` and ``eval/episode_length`` through
+    ``trainer.log`` and, with ``video``, writes the first episode to ``RUN_DIR/videos/eval_<frames>.mp4``
+    and hands it to the loggers that take videos. The options are those of
     :class:`~rl_plugin_video._options.EvaluationOptions`.
     """
 
@@ -162,7 +75,7 @@ class EvaluationHook(EvaluationOptions, PluginHook):
     @hookimpl
     def rl_setup(self, trainer: Trainer) -> None:
         if self.env is None and getattr(trainer, "make_env", None) is None:
-            raise ConfigError("hooks.evaluation.env: the trainer has no make_env; name an env to evaluate on")
+            raise ConfigError(NO_ENV)
         if _policy(trainer) is None:
             raise ConfigError("hooks.evaluation: the trainer has no policy to evaluate")
         if self.video:
@@ -193,7 +106,6 @@ class EvaluationHook(EvaluationOptions, PluginHook):
         :param trainer: the trainer whose policy is evaluated.
         """
         frames = trainer.collected_frames
-        policy = _policy(trainer)
         recorder = None
         if self.video:
             directory = output_directory(trainer, self.directory, "videos", "hooks.evaluation.directory")
@@ -201,32 +113,40 @@ class EvaluationHook(EvaluationOptions, PluginHook):
         seed = self.seed if self.seed is not None else getattr(trainer, "seed", None)
         env = self._make_env(trainer)
         try:
-            with deterministic(policy):
-                result = run_episodes(policy, env, self.episodes, self.record_frames, recorder, seed)
+            result = rlcore.evaluate(
+                _policy(trainer),
+                env,
+                self.episodes,
+                max_frames=self.record_frames,
+                seed=seed,
+                on_frame=None if recorder is None else recorder.add,
+            )
         except BaseException:
             if recorder is not None:
                 recorder.close()
             raise
         finally:
             env.close()
-        trainer.log(result.metrics(), force=True)
+        evaluation = Evaluation(result["returns"], result["lengths"])
+        trainer.log(evaluation.metrics(), force=True)
         if recorder is not None:
-            result.video = recorder.dump(frames)
-        self.last = result
+            evaluation.video = recorder.dump(frames)
+        self.last = evaluation
         self._last_eval = frames
         if self.record_interval > 0:
             self._next_eval = (frames // self.record_interval + 1) * self.record_interval
-        return result
+        return evaluation
 
     def _make_env(self, trainer: Trainer) -> Any:
         kwargs = {"render_mode": "rgb_array"} if self.video else {}
-        if self.env is None:
-            return trainer.make_env(num_envs=1, **kwargs)
-        if callable(self.env):
-            return self.env(num_envs=1, **kwargs)
-        from rlcore import make_vector_env
-
-        return make_vector_env(self.env, 1, kwargs=kwargs, plugin_manager=trainer.plugin_manager)
+        env = self.env
+        if isinstance(env, str):
+            return rlcore.make_vector_env(env, 1, kwargs=kwargs, plugin_manager=trainer.plugin_manager)
+        if env is None:
+            env = getattr(trainer, "make_env", None)
+            if env is None:
+                raise ConfigError(NO_ENV)
+        return env(num_envs=1, **kwargs)
 
 
 def _policy(trainer: Trainer) -> Any:
@@ -234,4 +154,4 @@ def _policy(trainer: Trainer) -> Any:
     return policy if policy is not None else getattr(getattr(trainer, "loss_module", None), "policy", None)
 
 
-__all__ = ["Evaluation", "EvaluationHook", "deterministic", "run_episodes"]
+__all__ = ["Evaluation", "EvaluationHook"]

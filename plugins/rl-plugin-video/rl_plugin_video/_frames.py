@@ -1,4 +1,8 @@
-"""Frames as the mp4 writer wants them: ``uint8`` RGB ``[height, width, 3]``, tiled into a grid for batches."""
+"""The frame pipeline: frames and videos as every writer and logger takes them, ``uint8`` RGB channels last.
+
+One frame is ``[height, width, 3]``; a batch of frames (one per env) is tiled into a grid; a video is
+``[time, height, width, 3]``.
+"""
 
 from __future__ import annotations
 
@@ -82,6 +86,26 @@ def to_video_frame(frames: Any) -> np.ndarray:
     return to_rgb(array)
 
 
+def to_rgb_video(video: Any) -> np.ndarray:
+    """A video as ``uint8`` RGB ``[time, height, width, 3]``, each frame through :func:`to_rgb`.
+
+    :param video: ``[time, height, width, 1|3|4]`` or ``[time, 1|3|4, height, width]`` (array or tensor;
+        floats in ``[0, 1]``), or a non-empty sequence of frames of one size.
+    :raises ValueError: when ``video`` is empty or not a sequence of frames.
+    """
+    frames = [to_rgb(f) for f in video] if isinstance(video, (list, tuple)) else None
+    if frames is None:
+        array = as_array(video)
+        if array.ndim != 4 or array.shape[0] == 0:
+            raise ValueError(f"a video is [time, height, width, 1|3|4 channels], got shape {array.shape}")
+        if array.dtype == np.uint8 and array.shape[-1] == 3:
+            return np.ascontiguousarray(array)
+        frames = [to_rgb(f) for f in array]
+    if not frames or len({f.shape for f in frames}) != 1:
+        raise ValueError(f"a video is [time, height, width, 1|3|4 channels] with frames of one size, got {len(frames)} frames")
+    return np.stack(frames)
+
+
 def pad_even(frame: np.ndarray) -> np.ndarray:
     """Pad the bottom and right edges with black so both sides are even, as H.264 in yuv420p needs.
 
@@ -93,4 +117,4 @@ def pad_even(frame: np.ndarray) -> np.ndarray:
     return np.pad(frame, ((0, height % 2), (0, width % 2), (0, 0)))
 
 
-__all__ = ["as_array", "pad_even", "tile", "to_rgb", "to_video_frame"]
+__all__ = ["as_array", "pad_even", "tile", "to_rgb", "to_rgb_video", "to_video_frame"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rlcore import ConfigError, TrainerHookBase
+from rlcore import ConfigError, RunPath, TrainerHookBase, check_value
 
 if TYPE_CHECKING:
     from rlcore import Trainer
@@ -31,19 +31,21 @@ class PluginHook(TrainerHookBase):
 
 
 def output_directory(trainer: Trainer, directory: str | None, default: str, key: str) -> Path:
-    """Where a hook writes: ``directory`` if given (relative to the run directory when there is one),
-    else ``RUN_DIR/<default>``.
+    """Where a hook writes: ``RUN_DIR/<directory>`` (which must stay inside the run directory), or
+    ``directory`` itself for a trainer without a run directory; ``RUN_DIR/<default>`` when it is ``None``.
 
     :param trainer: the trainer.
     :param directory: the hook's ``directory`` option.
     :param default: the folder inside the run directory.
     :param key: the option's config key, for the error.
-    :raises rlcore.ConfigError: without a run directory nor a ``directory``.
+    :raises rlcore.ConfigError: without a run directory nor a ``directory``, or for a ``directory``
+        that would leave the run directory.
     """
     run_dir = getattr(trainer, "run_dir", None)
     if directory is not None:
-        path = Path(directory)
-        return run_dir / path if run_dir is not None and not path.is_absolute() else path
+        if run_dir is None:
+            return Path(directory)
+        return Path(run_dir) / check_value(key, directory, RunPath)
     if run_dir is None:
         raise ConfigError(f"{key}: the trainer has no run directory; set this option to a folder")
     return Path(run_dir) / default

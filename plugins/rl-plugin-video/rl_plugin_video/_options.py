@@ -1,26 +1,36 @@
 """The options of the three hooks, as light dataclasses (no torch, no imageio).
 
-They are the single source of every option's name, type and default: the factories that
-``rl_register_hooks`` returns carry their signatures, and the hook classes inherit them.
-Annotations stay real types (no postponed evaluation) so the kernel can read them.
+They are the single source of every option's name, type, range and default: the factories that
+``rl_register_hooks`` returns carry their signatures, and the hook classes inherit them. The
+kernel's validator (:func:`rlcore.validate_options`) checks them, from a config and from Python
+alike. Annotations stay real types (no postponed evaluation) so the kernel can read them.
 """
 
+import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from rlcore import ConfigError
+from rlcore import ConfigError, Range, validate_options
 
-SOURCES = ("auto", "pixels", "render")
-
-
-def _at_least(hook: str, name: str, value: int | None, minimum: int) -> None:
-    """Raise a one-line :class:`rlcore.ConfigError` naming ``hooks.<hook>.<name>`` when ``value < minimum``."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
-        raise ConfigError(f"hooks.{hook}.{name}: must be an integer of at least {minimum}, got {value!r}")
+Positive = Annotated[int, Range(ge=1)]
+NonNegative = Annotated[int, Range(ge=0)]
 
 
-@dataclass(eq=False)
+def _validate(options: Any, key: str, declaration: type) -> None:
+    """Check the fields of ``options`` against ``declaration`` with the kernel's validator and store the
+    converted values (``1e4`` for an integer becomes ``10000``).
+
+    :param options: the dataclass instance.
+    :param key: the config key of the hook (``hooks.evaluation``), for the one-line errors.
+    :param declaration: the options dataclass.
+    :raises rlcore.ConfigError: naming ``key.<option>``, what was expected, and the value.
+    """
+    values = {f.name: getattr(options, f.name) for f in dataclasses.fields(declaration)}
+    for name, value in validate_options(key, declaration, values).items():
+        setattr(options, name, value)
+
+
+@dataclasses.dataclass(eq=False)
 class VideoRecorderOptions:
     """Options of the ``video_recorder`` hook: videos of the training envs in ``RUN_DIR/videos/``.
 
@@ -38,25 +48,22 @@ class VideoRecorderOptions:
     :param directory: where the mp4 files go; default ``RUN_DIR/videos``.
     """
 
-    source: str = "auto"
+    source: Literal["auto", "pixels", "render"] = "auto"
     key: str = "pixels"
-    fps: int = 30
-    skip: int = 1
-    max_frames: int = 1000
-    interval: int = 10_000
+    fps: Positive = 30
+    skip: Positive = 1
+    max_frames: Positive = 1000
+    interval: NonNegative = 10_000
     dump_on_episode_end: bool = True
-    max_envs: int = 16
+    max_envs: Positive = 16
     name: str = "train"
     directory: str | None = None
 
     def __post_init__(self) -> None:
-        if self.source not in SOURCES:
-            raise ConfigError(f"hooks.video_recorder.source: unknown value {self.source!r} (valid choices: {', '.join(SOURCES)})")
-        for option, minimum in (("fps", 1), ("skip", 1), ("max_frames", 1), ("interval", 0), ("max_envs", 1)):
-            _at_least("video_recorder", option, getattr(self, option), minimum)
+        _validate(self, "hooks.video_recorder", VideoRecorderOptions)
 
 
-@dataclass(eq=False)
+@dataclasses.dataclass(eq=False)
 class TensorDictRecorderOptions:
     """Options of the ``tensordict_recorder`` hook: collected batches saved in ``RUN_DIR/rollouts/``.
 
@@ -68,19 +75,16 @@ class TensorDictRecorderOptions:
     :param directory: where the rollouts go; default ``RUN_DIR/rollouts``.
     """
 
-    interval: int = 0
-    max_batches: int | None = None
+    interval: NonNegative = 0
+    max_batches: Positive | None = None
     keys: list[str] | None = None
     directory: str | None = None
 
     def __post_init__(self) -> None:
-        _at_least("tensordict_recorder", "interval", self.interval, 0)
-        _at_least("tensordict_recorder", "max_batches", self.max_batches, 1)
-        if self.keys is not None and (isinstance(self.keys, str) or not all(isinstance(k, (str, tuple)) for k in self.keys)):
-            raise ConfigError(f"hooks.tensordict_recorder.keys: must be a list of keys, got {self.keys!r}")
+        _validate(self, "hooks.tensordict_recorder", TensorDictRecorderOptions)
 
 
-@dataclass(eq=False)
+@dataclasses.dataclass(eq=False)
 class EvaluationOptions:
     """Options of the ``evaluation`` hook: the deterministic policy on a separate env.
 
@@ -102,21 +106,20 @@ class EvaluationOptions:
     :param directory: where the videos go; default ``RUN_DIR/videos``.
     """
 
-    record_interval: int = 10_000
-    episodes: int | None = 5
-    record_frames: int | None = None
+    record_interval: NonNegative = 10_000
+    episodes: Positive | None = 5
+    record_frames: Positive | None = None
     video: bool = False
-    fps: int = 30
-    skip: int = 1
-    max_frames: int = 1000
+    fps: Positive = 30
+    skip: Positive = 1
+    max_frames: Positive = 1000
     final: bool = True
     seed: int | None = None
     env: str | Callable[..., Any] | None = None
     directory: str | None = None
 
     def __post_init__(self) -> None:
-        for option, minimum in (("record_interval", 0), ("episodes", 1), ("record_frames", 1), ("fps", 1), ("skip", 1), ("max_frames", 1)):
-            _at_least("evaluation", option, getattr(self, option), minimum)
+        _validate(self, "hooks.evaluation", EvaluationOptions)
         if self.episodes is None and self.record_frames is None:
             raise ConfigError("hooks.evaluation.episodes: set episodes or record_frames (both are null)")
 

@@ -1,4 +1,4 @@
-"""The video recorder: frames streamed to an mp4 file through imageio's ffmpeg plugin."""
+"""mp4 files: the video recorder (frames streamed to a file), :func:`write_mp4` and :func:`read_video`, through imageio's ffmpeg plugin."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from ._frames import pad_even, to_video_frame
+from ._frames import pad_even, to_rgb_video, to_video_frame
+
+#: the ffmpeg video codec of every mp4 file written here
+CODEC = "libx264"
 
 
 class VideoRecorder:
@@ -29,7 +32,7 @@ class VideoRecorder:
     :param prefix: the files' prefix and, with ``/video``, the name logged.
     :param fps: frames per second.
     :param skip: keep one frame in ``skip`` (the first one of each group).
-    :param max_frames: the most frames one video holds; later frames are dropped until :meth:`dump`.
+    :param max_frames: the most frames one video holds (``None``: no limit); later frames are dropped until :meth:`dump`.
     :param loggers: :class:`rlcore.Logger` objects; those with ``supports_video`` receive each video.
     :param codec: the ffmpeg video codec.
     """
@@ -40,11 +43,11 @@ class VideoRecorder:
         prefix: str = "video",
         fps: int = 30,
         skip: int = 1,
-        max_frames: int = 1000,
+        max_frames: int | None = 1000,
         loggers: Iterable[Any] = (),
-        codec: str = "libx264",
+        codec: str = CODEC,
     ) -> None:
-        if skip < 1 or max_frames < 1 or fps < 1:
+        if skip < 1 or (max_frames is not None and max_frames < 1) or fps < 1:
             raise ValueError(f"fps, skip and max_frames must be positive, got {fps}, {skip}, {max_frames}")
         self.directory = Path(directory)
         self.prefix = prefix
@@ -66,7 +69,7 @@ class VideoRecorder:
     @property
     def full(self) -> bool:
         """Whether the current video holds ``max_frames`` frames."""
-        return self._written >= self.max_frames
+        return self.max_frames is not None and self._written >= self.max_frames
 
     @property
     def wants_frame(self) -> bool:
@@ -124,21 +127,10 @@ class VideoRecorder:
 
     # ------------------------------------------------------------------ internals
     def _open(self, shape: tuple[int, ...]) -> None:
-        import imageio.v2 as imageio
-
         self.directory.mkdir(parents=True, exist_ok=True)
         self._partial = self.directory / f".{self.prefix}_{uuid.uuid4().hex[:8]}.partial.mp4"
         self._shape = shape
-        self._writer = imageio.get_writer(
-            self._partial,
-            format="FFMPEG",
-            mode="I",
-            fps=self.fps,
-            codec=self.codec,
-            pixelformat="yuv420p",
-            macro_block_size=2,  # frames are padded to even sides: no resizing
-            ffmpeg_log_level="error",
-        )
+        self._writer = _open_writer(self._partial, self.fps, self.codec)
 
     def _reset(self) -> None:
         self._writer = None
@@ -163,8 +155,44 @@ class VideoRecorder:
         for logger in loggers:
             try:
                 logger.log_video(name, video, step=step, fps=self.fps)
-            except Exception as err:  # noqa: BLE001 - a logger's failure must not end training
+            except Exception as err:  # a logger's failure must not end training
                 warnings.warn(f"{type(logger).__name__}.log_video failed for {path.name}: {err}", stacklevel=3)
+
+
+def _open_writer(path: str | os.PathLike[str], fps: int, codec: str = CODEC) -> Any:
+    """imageio's ffmpeg writer of H.264 in yuv420p; frames must have even sides (:func:`pad_even`)."""
+    import imageio.v2 as imageio
+
+    return imageio.get_writer(
+        Path(path),
+        format="FFMPEG",
+        mode="I",
+        fps=fps,
+        codec=codec,
+        pixelformat="yuv420p",
+        macro_block_size=2,  # frames are padded to even sides: no resizing
+        ffmpeg_log_level="error",
+    )
+
+
+def write_mp4(path: str | os.PathLike[str], video: Any, fps: int = 30) -> Path:
+    """Write a whole video as an H.264 mp4 file, as :class:`VideoRecorder` writes its frames.
+
+    :param path: the file to write.
+    :param video: ``[time, height, width, 1|3|4]`` or a sequence of frames (see :func:`to_rgb_video`);
+        both sides are padded to even sizes.
+    :param fps: frames per second.
+    :return: ``path``.
+    :raises ValueError: when ``video`` is not a non-empty video.
+    """
+    frames = to_rgb_video(video)
+    writer = _open_writer(path, fps)
+    try:
+        for frame in frames:
+            writer.append_data(pad_even(frame))
+    finally:
+        writer.close()
+    return Path(path)
 
 
 def read_video(path: str | os.PathLike[str]) -> np.ndarray:
@@ -174,7 +202,7 @@ def read_video(path: str | os.PathLike[str]) -> np.ndarray:
     """
     import imageio.v3 as iio
 
-    return iio.imread(path, plugin="FFMPEG")
+    return iio.imread(Path(path), plugin="FFMPEG")
 
 
-__all__ = ["VideoRecorder", "read_video"]
+__all__ = ["VideoRecorder", "read_video", "write_mp4"]

@@ -1,4 +1,8 @@
-"""The ``video_recorder`` hook: videos of the training envs, from the batch's pixels or the env's ``render()``."""
+"""The ``video_recorder`` hook: videos of the training envs, from the batch's pixels or the env's ``render()``.
+
+Rendered frames come through the collector's step observers (``Collector.add_step_observer``): the
+hook watches the training envs without changing them.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from gymnasium.vector import VectorWrapper
 
 from rlcore import ConfigError, hookimpl
 
@@ -18,51 +21,6 @@ from ._recorder import VideoRecorder
 
 if TYPE_CHECKING:
     from rlcore import Trainer
-
-StepCallback = Callable[[Callable[[], Any], np.ndarray], None]
-
-
-class RenderCapture(VectorWrapper):
-    """Calls ``on_step(render, done)`` after every step of a vector env.
-
-    ``render`` returns the sub-envs' frames; it is a callable so that frames are drawn only
-    when a video wants them. ``done`` is ``terminated | truncated`` per env.
-
-    :param env: the vector env (made with ``render_mode="rgb_array"``).
-    :param on_step: the callback.
-    """
-
-    def __init__(self, env: Any, on_step: StepCallback) -> None:
-        super().__init__(env)
-        self.on_step = on_step
-
-    def step(self, actions: Any) -> tuple[Any, ...]:
-        obs, reward, terminated, truncated, info = self.env.step(actions)
-        self.on_step(self.env.render, np.logical_or(terminated, truncated))
-        return obs, reward, terminated, truncated, info
-
-
-def insert_capture(holder: Any, on_step: StepCallback) -> Callable[[], None]:
-    """Put a :class:`RenderCapture` right above the base vector env of ``holder.env``.
-
-    Inserting it innermost leaves the positions of the stateful wrappers (normalisation
-    statistics) unchanged, so their checkpoint entries keep their keys.
-
-    :param holder: an object with an ``env`` attribute (the collector).
-    :param on_step: the callback.
-    :return: a function that takes the capture out again.
-    """
-    parent, env = holder, holder.env
-    while isinstance(env, VectorWrapper):
-        parent, env = env, env.env
-    capture = RenderCapture(env, on_step)
-    parent.env = capture
-
-    def remove() -> None:
-        if parent.env is capture:
-            parent.env = env
-
-    return remove
 
 
 class VideoRecorderHook(VideoRecorderOptions, PluginHook):
@@ -83,7 +41,7 @@ class VideoRecorderHook(VideoRecorderOptions, PluginHook):
         self._ended: np.ndarray | None = None
         self._next_start = 0
         self._render = False
-        self._remove_capture: Callable[[], None] | None = None
+        self._remove_observer: Callable[[], None] | None = None
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
@@ -104,9 +62,15 @@ class VideoRecorderHook(VideoRecorderOptions, PluginHook):
                 "hooks.video_recorder.source: 'render' needs a training env made with render_mode='rgb_array' "
                 "(set env.kwargs.render_mode)"
             )
-        self._render = self.source == "render" or (self.source == "auto" and renders)
-        if self._render:
-            self._remove_capture = insert_capture(trainer.collector, self._on_step)
+        add_step_observer = getattr(trainer.collector, "add_step_observer", None)
+        if self.source == "render" and add_step_observer is None:
+            raise ConfigError(
+                "hooks.video_recorder.source: 'render' needs a collector with add_step_observer "
+                f"(rlcore.Collector), not {type(trainer.collector).__name__}; record a pixels key instead (source: pixels)"
+            )
+        self._render = self.source == "render" or (self.source == "auto" and renders and add_step_observer is not None)
+        if self._render and add_step_observer is not None:
+            self._remove_observer = add_step_observer(self._on_step)
         self._maybe_start()
 
     @hookimpl
@@ -117,9 +81,9 @@ class VideoRecorderHook(VideoRecorderOptions, PluginHook):
 
     @hookimpl
     def rl_shutdown(self, trainer: Trainer) -> None:
-        if self._remove_capture is not None:
-            self._remove_capture()
-            self._remove_capture = None
+        if self._remove_observer is not None:
+            self._remove_observer()
+            self._remove_observer = None
         self._dump()
 
     # ------------------------------------------------------------------ recording
@@ -140,7 +104,9 @@ class VideoRecorderHook(VideoRecorderOptions, PluginHook):
         envs = min(int(batch.batch_size[0]), self.max_envs)
         pixels = as_array(pixels[:envs])
         steps = pixels.shape[1]
-        ended = np.zeros((envs, steps), dtype=bool) if done is None else as_array(done[:envs]).reshape(envs, steps, -1).any(-1)
+        ended = np.zeros((envs, steps), dtype=bool)
+        if done is not None:
+            ended = np.asarray(as_array(done[:envs]).reshape(envs, steps, -1).any(-1), dtype=bool)
         for t in range(steps):
             if self._recorder is None:
                 break
@@ -179,4 +145,4 @@ class VideoRecorderHook(VideoRecorderOptions, PluginHook):
         self._recorder = None
 
 
-__all__ = ["RenderCapture", "VideoRecorderHook", "insert_capture"]
+__all__ = ["VideoRecorderHook"]

@@ -7,20 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from video_helpers import TinyLoss, decode, read_metrics
+from video_helpers import TinyAlgorithm, decode, read_metrics
 
 import rlcore
-
-
-class TinyAlgorithm:
-    """Contributes the ``tiny`` algorithm: :class:`TinyLoss` on the env's spaces."""
-
-    @rlcore.hookimpl
-    def rl_register_algorithms(self) -> list[rlcore.Algorithm]:
-        def build(config: Any, observation_space: Any, action_space: Any, device: Any) -> TinyLoss:
-            return TinyLoss(observation_space.shape[0], int(action_space.n))
-
-        return [rlcore.Algorithm("tiny", build=build)]
 
 
 def _plugin_manager() -> rlcore.PluginManager:
@@ -60,7 +49,7 @@ def test_config_hooks_run_with_the_run_builder(run_dir: Path) -> None:
     train_videos = sorted((run_dir / "videos").glob("train_*.mp4"))
     assert [v.name for v in train_videos] == ["train_000000000.mp4", "train_000000032.mp4"]
     assert all(decode(v).shape == (4, 400, 1200, 3) for v in train_videos)  # 2 envs side by side
-    # the render capture sits under the normalisation wrappers: their checkpoint entries keep their keys
+    # recording leaves the training env as it was: the normalisation wrappers' checkpoint entries keep their keys
     _, state = trainer.checkpoint.load()
     assert list(state["modules"]["env"]) == ["0:NormalizeReward", "1:NormalizeObservation"]
 

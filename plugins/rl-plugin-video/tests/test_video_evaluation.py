@@ -1,19 +1,24 @@
-"""The ``evaluation`` hook in short real training runs, and the rollout it runs."""
+"""The ``evaluation`` hook in short real training runs, the kernel's evaluation loop recording through a
+``VideoRecorder``, the hook's options, and ``rlctl eval --video``."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-import torch
-from tensordict import TensorDict
-from video_helpers import ENV_ID, TinyLoss, VideoListLogger, build_trainer, decode, make_env, read_metrics
+from click.testing import CliRunner
+from video_helpers import ENV_ID, TinyAlgorithm, TinyLoss, VideoListLogger, build_trainer, decode, make_env, read_metrics
 
 import rlcore
-from rl_plugin_video import VideoRecorder, deterministic, run_episodes
+from rl_plugin_video import VideoRecorder
+from rlcore._cli import make_cli  # the rlctl group, bound to a plugin manager that has the test's algorithm
 
 
 class StopAfterFirstBatch:
@@ -67,45 +72,96 @@ def test_final_evaluation_when_training_stops_early(run_dir: Path) -> None:
 
 
 def test_env_option_when_the_trainer_has_no_make_env(run_dir: Path) -> None:
-    trainer, hooks = build_trainer(run_dir, {"evaluation": {"env": ENV_ID, "episodes": 1}}, total_frames=32, with_make_env=False)
+    trainer, _ = build_trainer(run_dir, {"evaluation": {"env": ENV_ID, "episodes": 1}}, total_frames=32, with_make_env=False)
     trainer.train()
     assert len(read_metrics(run_dir, "eval/episode_return")) == 1
 
 
 def test_no_env_to_evaluate_on_is_a_config_error(run_dir: Path) -> None:
     trainer, _ = build_trainer(run_dir, {"evaluation": {}}, total_frames=32, with_make_env=False)
-    with pytest.raises(rlcore.ConfigError, match="hooks.evaluation.env"):
+    with pytest.raises(rlcore.ConfigError, match=r"hooks\.evaluation\.env"):
         trainer.train()
 
 
-def test_run_episodes_counts_one_frame_per_action(tmp_path: Path) -> None:
+def test_kernel_evaluation_records_one_frame_per_action_of_the_first_episode(tmp_path: Path) -> None:
     policy = TinyLoss().policy
-    env = make_env(1, render_mode="rgb_array")
-    recorder = VideoRecorder(tmp_path, prefix="eval")
-    with deterministic(policy):
-        assert not policy.training
-        result = run_episodes(policy, env, episodes=2, recorder=recorder, seed=3)
-    assert policy.training
-    assert len(result.returns) == 2 and result.returns == [float(n) for n in result.lengths]
-    assert len(recorder) == result.lengths[0]  # the video shows the first episode
-    recorder.close()
-    # a frame budget cuts the rollout; the unfinished episode counts when none finished
-    with deterministic(policy):
-        cut = run_episodes(policy, env, episodes=None, max_frames=3, seed=3)
-    assert cut.lengths == [3] and cut.returns == [3.0]
+    recorder = VideoRecorder(tmp_path, prefix="eval", skip=2)
+    env = make_env(2, render_mode="rgb_array")
+    result = rlcore.evaluate(policy, env, 3, seed=3, on_frame=recorder.add)
     env.close()
+    assert policy.training  # put in eval mode for the evaluation only
+    assert len(result["returns"]) == 3 and result["returns"] == [float(n) for n in result["lengths"]]
+    alone = rlcore.evaluate(policy, make_env(1), 1, seed=3)["lengths"][0]  # env 0 of both is reset with seed 3
+    assert decode(recorder.dump(step=0)).shape == (math.ceil(alone / 2), 400, 600, 3)
 
 
-def test_deterministic_policy_acts_on_the_mode() -> None:
-    loss = TinyLoss()
-    observation = TensorDict({"observation": torch.randn(64, 4)}, batch_size=[64])
-    with deterministic(loss.policy):
-        step = loss.policy(observation.clone())
-    assert torch.equal(step["action"], step["logits"].argmax(-1))
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"record_interval": "x"}, "hooks.evaluation.record_interval: expected an integer >= 0, got 'x'"),
+        ({"episodes": 0}, "hooks.evaluation.episodes: expected an integer >= 1 or null, got 0"),
+        ({"skip": True}, "hooks.evaluation.skip: expected an integer >= 1, got True"),
+    ],
+)
+def test_bad_options_are_the_same_one_line_errors_from_python_and_config(options: dict[str, Any], message: str) -> None:
+    pm = rlcore.get_plugin_manager(only=["rl-plugin-video"])
+    with pytest.raises(rlcore.ConfigError) as from_python:
+        pm.factory("hooks", "evaluation")(**options)
+    assert str(from_python.value) == message
+    pm.add_plugin(TinyAlgorithm(), "tiny-algorithm")
+    with pytest.raises(rlcore.ConfigError) as from_config:
+        rlcore.load_config(plugin_manager=pm, algo={"name": "tiny"}, hooks={"evaluation": options})
+    assert str(from_config.value) == message
 
 
-@pytest.mark.parametrize("options", [{"episodes": 0}, {"episodes": None}, {"skip": 0}, {"record_interval": -1}])
-def test_bad_options_are_config_errors(options: dict[str, Any]) -> None:
+def test_episodes_or_record_frames_must_be_set() -> None:
     factory = rlcore.get_plugin_manager(only=["rl-plugin-video"]).factory("hooks", "evaluation")
-    with pytest.raises(rlcore.ConfigError, match="hooks.evaluation"):
-        factory(**options)
+    with pytest.raises(rlcore.ConfigError, match=r"^hooks.evaluation.episodes: set episodes or record_frames \(both are null\)$"):
+        factory(episodes=None)
+    assert factory(episodes=None, record_frames=100).record_frames == 100
+
+
+def test_options_are_converted_as_people_write_them() -> None:
+    hook = rlcore.get_plugin_manager(only=["rl-plugin-video"]).factory("hooks", "evaluation")(record_interval=1e4, record_frames=2e3)
+    assert (hook.record_interval, hook.record_frames) == (10_000, 2_000)
+    assert isinstance(hook.record_interval, int)
+
+
+def test_rlctl_eval_video_records_the_first_episode(run_dir: Path) -> None:
+    pm = rlcore.get_plugin_manager(only=["rl-plugin-video"])
+    pm.add_plugin(TinyAlgorithm(), "tiny-algorithm")
+    config = {"algo": {"name": "tiny"}, "collector": {"frames_per_batch": 32}, "trainer": {"total_frames": 32, "progress_bar": False}}
+    rlcore.build_trainer(config, run_dir, plugin_manager=pm).train()
+    cli = make_cli(pm)
+    pm.hook.rl_register_commands(cli=cli)  # as rlctl does
+    runner = CliRunner()
+
+    recorded = runner.invoke(cli, ["eval", str(run_dir), "--episodes", "2", "--video", "--fps", "12"], catch_exceptions=False)
+    assert recorded.exit_code == 0, recorded.output
+    report = json.loads(recorded.output)
+    assert report["video"] == str(run_dir / "videos" / "eval_000000032.mp4") and report["frames"] == 32
+    assert decode(Path(report["video"])).shape == (report["lengths"][0], 400, 600, 3)  # one frame per action
+    assert len(report["returns"]) == 2
+
+    plain = runner.invoke(cli, ["eval", str(run_dir), "--episodes", "1"], catch_exceptions=False)
+    assert plain.exit_code == 0 and json.loads(plain.output)["video"] is None
+    assert len(list((run_dir / "videos").iterdir())) == 1
+    bad = runner.invoke(cli, ["eval", str(run_dir), "--video", "--fps", "0"])
+    assert bad.exit_code == 2 and "--fps" in bad.output
+
+
+def test_eval_video_option_only_with_the_plugin_and_no_heavy_import() -> None:
+    code = (
+        "import json, runpy, sys\n"
+        "sys.argv = ['rlctl', *sys.argv[1:]]\n"
+        "try:\n"
+        "    runpy.run_module('rlcore', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(json.dumps(sorted(m for m in ('torch', 'tensordict', 'imageio') if m in sys.modules)), file=sys.stderr)\n"
+    )
+    env = {**os.environ, "RLCORE_PLUGINS": "rl-plugin-video"}
+    for argv, shown in ((["eval", "--help"], True), (["--no-plugin", "video", "eval", "--help"], False)):
+        done = subprocess.run([sys.executable, "-c", code, *argv], env=env, capture_output=True, text=True, timeout=60, check=True)
+        assert ("--video" in done.stdout) == shown, done.stdout
+        assert json.loads(done.stderr.strip().splitlines()[-1]) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,6 @@ import torch
 from video_helpers import VideoListLogger, build_trainer, decode
 
 import rlcore
-from rl_plugin_video import RenderCapture
 
 
 class AddPixels:
@@ -42,17 +42,40 @@ def test_render_source_tiles_the_training_envs(run_dir: Path) -> None:
         env_kwargs={"render_mode": "rgb_array"},
         loggers=(logger,),
     )
+    env = trainer.collector.env
     trainer.train()
+    assert trainer.collector.env is env  # watched through the collector's step observers, never rewired
     videos = sorted((run_dir / "videos").glob("*.mp4"))
     # each batch is 16 steps: 11 of them fill a video of 6 frames (one in 2 kept), the next video starts with the next batch
     assert [v.name for v in videos] == ["train_000000000.mp4", "train_000000064.mp4"]
     for video in videos:
         assert decode(video).shape == (6, 800, 1200, 3)  # 2 x 2 grid of 400 x 600 frames
     assert [(name, shape[0], step) for name, shape, step, _ in logger.videos] == [("train/video", 6, 0), ("train/video", 6, 64)]
-    env = trainer.collector.env
-    while env is not None:  # the capture is taken out at shutdown
-        assert not isinstance(env, RenderCapture)
-        env = getattr(env, "env", None)
+
+
+def test_render_source_observes_the_collector_until_shutdown(run_dir: Path) -> None:
+    trainer, hooks = build_trainer(run_dir, {"video_recorder": {"interval": 0}}, num_envs=2, env_kwargs={"render_mode": "rgb_array"})
+    observers: list[Any] = []
+
+    def add_step_observer(observer: Any) -> Any:
+        observers.append(observer)
+        return lambda: observers.remove(observer)
+
+    trainer.collector = SimpleNamespace(env=trainer.collector.env, add_step_observer=add_step_observer)
+    hook = hooks["video_recorder"]
+    hook.rl_setup(trainer)
+    assert len(observers) == 1
+    hook.rl_shutdown(trainer)
+    assert observers == []
+    trainer.collector.env.close()
+
+
+def test_render_source_needs_a_collector_with_step_observers(run_dir: Path) -> None:
+    trainer, hooks = build_trainer(run_dir, {"video_recorder": {"source": "render"}}, env_kwargs={"render_mode": "rgb_array"})
+    trainer.collector = SimpleNamespace(env=trainer.collector.env)
+    with pytest.raises(rlcore.ConfigError, match="add_step_observer"):
+        hooks["video_recorder"].rl_setup(trainer)
+    trainer.collector.env.close()
 
 
 @pytest.mark.parametrize("skip", [1, 3])
@@ -88,7 +111,7 @@ def test_render_source_needs_a_rendering_env(run_dir: Path) -> None:
 
 def test_missing_pixels_key_is_a_config_error(run_dir: Path) -> None:
     trainer, _ = build_trainer(run_dir, {"video_recorder": {"key": "next.pixels"}}, total_frames=32)
-    with pytest.raises(rlcore.ConfigError, match="next.pixels"):
+    with pytest.raises(rlcore.ConfigError, match=r"next\.pixels"):
         trainer.train()
 
 

@@ -19,16 +19,20 @@ def test_entry_point_is_discovered() -> None:
     video = infos["video"]
     assert video.status == "ok"
     assert video.distribution == "rl-plugin-video"
-    assert video.provides == {"hooks": HOOKS}
-    assert video.hooks == ["rl_register_hooks"]
+    assert video.provides["hooks"] == HOOKS
+    assert video.hooks == ["rl_register_commands", "rl_register_hooks"]  # commands: ``rlctl eval --video``
 
 
 def test_factories_show_their_options_and_build_hooks() -> None:
     pm = rlcore.get_plugin_manager(only=["rl-plugin-video"])
     expected = {
-        "video_recorder": {"source", "key", "fps", "skip", "max_frames", "interval", "dump_on_episode_end", "max_envs", "name", "directory"},
+        "video_recorder": {
+            *("source", "key", "fps", "skip", "max_frames", "interval", "dump_on_episode_end", "max_envs", "name", "directory"),
+        },
         "tensordict_recorder": {"interval", "max_batches", "keys", "directory"},
-        "evaluation": {"record_interval", "episodes", "record_frames", "video", "fps", "skip", "max_frames", "final", "seed", "env", "directory"},
+        "evaluation": {
+            *("record_interval", "episodes", "record_frames", "video", "fps", "skip", "max_frames", "final", "seed", "env", "directory"),
+        },
     }
     for name in HOOKS:
         factory = pm.factory("hooks", name)
@@ -46,9 +50,21 @@ def test_listing_plugins_imports_no_heavy_library() -> None:
         "infos = rlcore.get_plugin_manager().describe()\n"
         "video = next(i for i in infos if i.name == 'video')\n"
         "heavy = sorted(m for m in ('torch', 'tensordict', 'imageio', 'gymnasium', 'numpy') if m in sys.modules)\n"
-        "print(json.dumps({'status': video.status, 'provides': video.provides, 'heavy': heavy}))\n"
+        "print(json.dumps({'status': video.status, 'hooks': video.provides['hooks'], 'heavy': heavy}))\n"
     )
     env = {**os.environ, "RLCORE_PLUGINS": "rl-plugin-video"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, timeout=60).stdout
     result = json.loads(out.strip().splitlines()[-1])
-    assert result == {"status": "ok", "provides": {"hooks": HOOKS}, "heavy": []}
+    assert result == {"status": "ok", "hooks": HOOKS, "heavy": []}
+
+
+def test_frame_pipeline_is_public_and_lazy() -> None:
+    code = (
+        "import json, sys, rl_plugin_video\n"
+        "names = ['to_rgb', 'tile', 'to_video_frame', 'to_rgb_video', 'pad_even', 'write_mp4', 'read_video', 'VideoRecorder']\n"
+        "before = sorted(m for m in ('numpy', 'torch', 'imageio') if m in sys.modules)\n"
+        "missing = [n for n in names if n not in rl_plugin_video.__all__ or not callable(getattr(rl_plugin_video, n))]\n"
+        "print(json.dumps({'before': before, 'missing': missing}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
+    assert json.loads(out.strip().splitlines()[-1]) == {"before": [], "missing": []}

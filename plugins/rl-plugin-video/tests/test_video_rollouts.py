@@ -77,7 +77,7 @@ def test_hook_saves_every_interval_frames_and_only_the_keys(run_dir: Path) -> No
 
 
 def test_hook_saves_the_first_batches(run_dir: Path) -> None:
-    trainer, hooks = build_trainer(run_dir, {"tensordict_recorder": {"max_batches": 2}}, frames_per_batch=32, total_frames=128)
+    trainer, _ = build_trainer(run_dir, {"tensordict_recorder": {"max_batches": 2}}, frames_per_batch=32, total_frames=128)
     trainer.train()
     assert sorted(p.name for p in (run_dir / "rollouts").iterdir()) == ["batch_000000032", "batch_000000064"]
     assert trainer.state_dict()["modules"]["tensordict_recorder"] == {"saved": 2, "last_saved": 64}

@@ -36,6 +36,17 @@ class TinyLoss(nn.Module):
         return TensorDict({"loss_logits": self.net(batch["observation"]).pow(2).mean()}, batch_size=[])
 
 
+class TinyAlgorithm:
+    """Contributes the ``tiny`` algorithm: :class:`TinyLoss` on the env's spaces."""
+
+    @rlcore.hookimpl
+    def rl_register_algorithms(self) -> list[rlcore.Algorithm]:
+        def build(config: Any, observation_space: Any, action_space: Any, device: Any) -> TinyLoss:
+            return TinyLoss(observation_space.shape[0], int(action_space.n))
+
+        return [rlcore.Algorithm("tiny", build=build)]
+
+
 class VideoListLogger(rlcore.Logger):
     """A logger that takes videos and keeps what it was given (name, shape, step, fps) in memory."""
 

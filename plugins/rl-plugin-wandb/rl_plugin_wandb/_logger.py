@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import wandb
 
-from rlcore import Logger, write_mp4
+from rlcore import Logger
 
 #: The x-axis of every metric.
 STEP_METRIC = "frames"
@@ -69,8 +69,8 @@ class WandbLogger(Logger):
         )
         self.run.define_metric(STEP_METRIC)
         self.run.define_metric("*", step_metric=STEP_METRIC)
-        #: mp4 needs imageio and imageio-ffmpeg (the ``video`` extra)
-        self.supports_video = all(importlib.util.find_spec(m) for m in ("imageio", "imageio_ffmpeg"))
+        #: mp4 videos need rl-plugin-video's frame pipeline (the ``video`` extra)
+        self.supports_video = importlib.util.find_spec("rl_plugin_video") is not None
         self._warned_video = False
         self._closed = False
 
@@ -94,16 +94,18 @@ class WandbLogger(Logger):
         self._log({name: wandb.Histogram(array.ravel())}, step)
 
     def log_video(self, name: str, video: Any, step: int, fps: int = 30) -> None:
-        """Log ``video`` as a ``wandb.Video`` mp4 (encoded with imageio: W&B's own encoder needs moviepy)."""
+        """Log ``video`` as a ``wandb.Video`` mp4, written by rl-plugin-video's ``write_mp4`` (W&B's own encoder needs
+        moviepy); skipped with one warning without rl-plugin-video."""
         if not self.supports_video:
             if not self._warned_video:
                 warnings.warn(
-                    "rl-plugin-wandb: videos are not logged; install imageio and imageio-ffmpeg "
-                    "(pip install 'rl-plugin-wandb[video]')",
+                    "rl-plugin-wandb: videos are not logged; install rl-plugin-video (pip install 'rl-plugin-wandb[video]')",
                     stacklevel=2,
                 )
                 self._warned_video = True
             return
+        from rl_plugin_video import write_mp4
+
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "video.mp4"
             write_mp4(path, video, fps)

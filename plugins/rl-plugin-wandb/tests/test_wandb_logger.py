@@ -2,12 +2,13 @@
 
 ``wandb leet inspect --json RUN_DIR`` prints every record of a run's transaction log as one JSON line
 (history rows, config updates, metric definitions, the exit code): the log that ``wandb sync`` uploads.
+The Logger contract comes from rl-core's kit (``rlcore.testing.LoggerConformance``); the tests
+below it check what only W&B has: run metadata, the ``frames`` axis, histograms and videos.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +19,8 @@ import numpy as np
 import pytest
 import torch
 
-import rlcore
 from rl_plugin_wandb._logger import WandbLogger
+from rlcore.testing import LoggerConformance, PluginConformance, Scalars
 
 
 @pytest.fixture(autouse=True)
@@ -38,9 +39,12 @@ def run_dir(logger: WandbLogger) -> Path:
 
 
 def records(logger: WandbLogger) -> list[dict[str, Any]]:
-    cmd = [sys.executable, "-m", "wandb", "leet", "inspect", "--json", str(run_dir(logger))]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=60).stdout
-    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    """Every record of the run's transaction log (read once per closed logger)."""
+    if not hasattr(logger, "_test_records"):
+        cmd = [sys.executable, "-m", "wandb", "leet", "inspect", "--json", str(run_dir(logger))]
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=60).stdout
+        logger._test_records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]  # type: ignore[attr-defined]
+    return logger._test_records  # type: ignore[attr-defined]
 
 
 def of_type(recs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -52,7 +56,37 @@ def rows(recs: list[dict[str, Any]], key: str) -> list[tuple[int, Any]]:
     return [(h["item"]["frames"], h["item"][key]) for h in of_type(recs, "history") if key in h["item"]]
 
 
-def test_scalars_hparams_histogram_and_video(tmp_path: Path) -> None:
+class TestWandbLogger(LoggerConformance):
+    resume_mode = "new_run"  # an offline W&B run cannot be continued: the resumed logger starts another
+
+    def make_logger(self, log_dir: Path) -> WandbLogger:
+        return WandbLogger("run", log_dir)
+
+    def read_back(self, logger: WandbLogger) -> Scalars:  # type: ignore[override]
+        values: Scalars = {}
+        for history in of_type(records(logger), "history"):
+            item = history["item"]
+            for key, value in item.items():
+                if not key.startswith("_") and key != "frames" and isinstance(value, (int, float)):
+                    values.setdefault(key, []).append((item["frames"], value))
+        return values
+
+    def read_hparams(self, logger: WandbLogger) -> dict[str, Any]:  # type: ignore[override]
+        return {k: v for config in of_type(records(logger), "config") for k, v in config["update"].items()}
+
+    def run_status(self, logger: WandbLogger) -> str:  # type: ignore[override]
+        codes = [e.get("exit_code", 0) for e in of_type(records(logger), "exit")]
+        return "finished" if codes == [0] else "failed"
+
+
+class TestWandbPlugin(PluginConformance):
+    plugin = "wandb"
+    distribution = "rl-plugin-wandb"
+    provides = {"loggers": ["wandb"]}
+    heavy_modules = ("torch", "wandb")
+
+
+def test_run_metadata_frames_axis_histogram_and_video(tmp_path: Path) -> None:
     log_dir = tmp_path / "run"
     logger = WandbLogger("ppo_run", log_dir, project="rl-tests", tags=["ppo"], group="seeds")
     assert logger.supports_video
@@ -86,17 +120,6 @@ def test_scalars_hparams_histogram_and_video(tmp_path: Path) -> None:
     assert [e.get("exit_code", 0) for e in of_type(recs, "exit")] == [0]
 
 
-def test_failed_run_exits_with_code_1(tmp_path: Path) -> None:
-    logger = WandbLogger("run", tmp_path)
-    logger.log_scalar("a", 1.0, 1)
-    with pytest.raises(RuntimeError):
-        try:
-            raise RuntimeError("diverged")
-        finally:
-            logger.close()
-    assert of_type(records(logger), "exit")[0]["exit_code"] == 1
-
-
 def test_mode_option_and_two_runs_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WANDB_MODE", "online")  # the option wins; online would need an account
     first = WandbLogger("first", tmp_path / "a", mode="offline")
@@ -110,34 +133,10 @@ def test_mode_option_and_two_runs_in_one_process(tmp_path: Path, monkeypatch: py
     assert rows(records(second), "x") == [(20, 2.0)]
 
 
-def test_video_skipped_with_a_warning_without_imageio(tmp_path: Path) -> None:
+def test_video_skipped_with_a_warning_without_rl_plugin_video(tmp_path: Path) -> None:
     logger = WandbLogger("run", tmp_path)
-    logger.supports_video = False  # as when imageio is not installed
-    with pytest.warns(UserWarning, match="imageio"):
+    logger.supports_video = False  # as when rl-plugin-video is not installed
+    with pytest.warns(UserWarning, match="rl-plugin-video"):
         logger.log_video("eval/video", np.zeros((2, 4, 4, 3), dtype=np.uint8), step=1)
     logger.close()
     assert rows(records(logger), "eval/video.path") == []
-
-
-def test_discovered_through_its_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("RLCORE_PLUGINS", raising=False)
-    pm = rlcore.get_plugin_manager()
-    info = {i.name: i for i in pm.describe()}["wandb"]
-    assert (info.status, info.distribution, info.provides) == ("ok", "rl-plugin-wandb", {"loggers": ["wandb"]})
-    logger = rlcore.get_logger("wandb", exp_name="run-1", log_dir=tmp_path, plugin_manager=pm, project="via-registry")
-    assert isinstance(logger, WandbLogger) and isinstance(logger, rlcore.Logger)
-    logger.log_scalars({"x": 1.0}, 8)
-    logger.close()
-    recs = records(logger)
-    assert of_type(recs, "run")[0]["project"] == "via-registry" and rows(recs, "x") == [(8, 1.0)]
-
-
-def test_listing_plugins_does_not_import_wandb() -> None:
-    code = (
-        "import sys, rlcore\n"
-        "infos = {i.name: i for i in rlcore.get_plugin_manager().describe()}\n"
-        "assert infos['wandb'].provides == {'loggers': ['wandb']}, infos\n"
-        "assert 'wandb' not in sys.modules\n"
-    )
-    env = {**os.environ, "RLCORE_PLUGINS": "rl-plugin-wandb"}
-    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)

@@ -128,9 +128,15 @@ def _short_cartpole(max_steps: int = 10) -> Any:
     return gymnasium.make("CartPole-v1", max_episode_steps=max_steps)
 
 
+def _opaque_cartpole() -> Any:
+    from ._toy import Opaque
+
+    return Opaque(_short_cartpole(max_steps=500))
+
+
 @hookimpl
 def rl_register_envs() -> dict[str, Any]:
-    return {"short-cartpole": _short_cartpole}
+    return {"short-cartpole": _short_cartpole, "opaque-cartpole": _opaque_cartpole}
 
 
 @hookimpl

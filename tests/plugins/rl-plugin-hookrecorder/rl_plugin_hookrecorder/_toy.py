@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium
 import torch
 from rlcore import TrainerHookBase
 from tensordict import TensorDict
@@ -68,3 +69,11 @@ class Counter(TrainerHookBase):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.count = state["count"]
+
+
+class Opaque(gymnasium.Wrapper):
+    """A wrapper whose state rl-core cannot read (a third party's env it knows nothing of)."""
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        self.secret = object()

@@ -1,0 +1,364 @@
+"""Speed benchmark: rl-core DQN and SAC against Stable-Baselines3's, with rl-zoo3's hyperparameters.
+
+DQN on CartPole-v1 and SAC on Pendulum-v1, each with rl-zoo3's tuned settings
+(``hyperparams/dqn.yml``, ``hyperparams/sac.yml`` of DLR-RM/rl-baselines3-zoo) and every
+hyperparameter pinned on both sides (:data:`DQN`, :data:`SAC`): the same exploration schedule,
+warm-up, update-to-data schedule, target updates, networks, batch and buffer sizes. One torch
+thread; each run in a fresh process of this run; runs in pairs back to back, the order
+alternating from pair to pair.
+
+Every ``eval_every`` frames (after that batch's updates) both evaluate their policy
+deterministically on ``eval_episodes`` episodes of a separate env; the clock stops while they
+do. Printed per run: whole-loop frames/s (frames / training wall seconds, evaluations
+excluded) and the training wall seconds at which the evaluation first reached the threshold
+(475 on CartPole, -200 on Pendulum); then the median frames/s of each framework, their
+ratio, the per-pair ratios, and how often and how fast each reached the threshold.
+
+How the schedules match: SB3's DQN collects ``train_freq=256`` steps, then runs
+``gradient_steps=128`` updates; rl-core collects ``frames_per_batch=256`` frames, then runs
+``optim_steps_per_batch=128`` steps. SB3 copies the Q-network into its target every
+``target_update_interval=10`` env steps, i.e. within ten steps of the end of each round of
+updates and never during one (the Q-network changes only in those rounds): its updates always
+use the Q-network as it was after the previous round, which is what rl-core's hard update
+every 128 optimisation steps gives. Both act at random for the first ``learning_starts`` frames
+and first update once more frames than that are collected. SAC runs one update per env step on
+both sides.
+
+Stable-Baselines3 is not a dependency of the project: when it cannot be imported, it is
+installed with ``pip install --target`` into a throwaway folder under the temp dir, without its
+dependencies (so no other torch is pulled); the few it needs beyond rl-core's own (cloudpickle,
+pandas, matplotlib) are installed there too when missing.
+
+    python benchmarks/offpolicy_speed_vs_sb3.py                      # both, seeds 0-2
+    python benchmarks/offpolicy_speed_vs_sb3.py --algo dqn --seeds 0 1 2 3 4
+    python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 10000 --seeds 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import importlib.util
+import multiprocessing
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+SB3_DIR = Path(tempfile.gettempdir()) / "rlcore-bench-sb3"
+
+#: rl-zoo3's CartPole-v1 DQN (hyperparams/dqn.yml), with SB3's defaults for what it leaves out
+DQN = {
+    "env": "CartPole-v1",
+    "frames": 50_000,  # n_timesteps
+    "lr": 2.3e-3,
+    "batch_size": 64,
+    "buffer_size": 100_000,
+    "learning_starts": 1000,
+    "gamma": 0.99,
+    "target_update_interval": 10,  # SB3 env steps; see the module docstring for rl-core's equivalent
+    "train_freq": 256,
+    "gradient_steps": 128,
+    "exploration_fraction": 0.16,
+    "exploration_initial_eps": 1.0,  # SB3 default
+    "exploration_final_eps": 0.04,
+    "net_arch": [256, 256],  # ReLU (SB3 default)
+    "max_grad_norm": 10.0,  # SB3 default
+    "adam_eps": 1e-8,  # SB3 default (torch's)
+    "threshold": 475.0,
+    "eval_every": 5000,
+}
+#: rl-zoo3's Pendulum-v1 SAC (hyperparams/sac.yml: n_timesteps and learning_rate), SB3's defaults for the rest
+SAC = {
+    "env": "Pendulum-v1",
+    "frames": 20_000,
+    "lr": 1e-3,
+    "batch_size": 256,
+    "buffer_size": 1_000_000,
+    "learning_starts": 100,
+    "gamma": 0.99,
+    "tau": 0.005,
+    "train_freq": 1,
+    "gradient_steps": 1,
+    "init_alpha": 1.0,  # ent_coef="auto": log(1.0) at the start, learned
+    "net_arch": [256, 256],  # ReLU, actor and each of the two critics
+    "adam_eps": 1e-8,
+    "threshold": -200.0,
+    "eval_every": 1000,
+}
+SETTINGS = {"dqn": DQN, "sac": SAC}
+EVAL_EPISODES = 5
+
+
+def ensure_sb3() -> None:
+    """Make ``stable_baselines3`` importable, installing it into :data:`SB3_DIR` if needed."""
+    if str(SB3_DIR) not in sys.path:
+        sys.path.insert(0, str(SB3_DIR))
+    if importlib.util.find_spec("stable_baselines3") is not None:
+        return
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(SB3_DIR)]
+    print(f"# installing stable-baselines3 into {SB3_DIR} (no dependencies)", file=sys.stderr)
+    subprocess.run([*pip, "--no-deps", "stable-baselines3==2.9.2"], check=True)
+    missing = [name for name in ("cloudpickle", "pandas", "matplotlib") if importlib.util.find_spec(name) is None]
+    if missing:  # none of these depends on torch
+        subprocess.run([*pip, *missing], check=True)
+    importlib.invalidate_caches()
+
+
+class Clock:
+    """Training wall time, with the evaluations taken out, and the evaluations' results."""
+
+    def __init__(self, threshold: float) -> None:
+        self.threshold = threshold
+        self.start = time.perf_counter()
+        self.paused = 0.0
+        self.evals: list[tuple[int, float, float]] = []  # (frames, training seconds, mean return)
+
+    def training_seconds(self) -> float:
+        return time.perf_counter() - self.start - self.paused
+
+    def evaluate(self, frames: int, run_episodes: Any) -> None:
+        seconds = self.training_seconds()
+        tic = time.perf_counter()
+        returns = run_episodes()
+        self.paused += time.perf_counter() - tic
+        self.evals.append((frames, seconds, sum(returns) / len(returns)))
+
+    def reached(self) -> tuple[int | None, float | None]:
+        for frames, seconds, mean in self.evals:
+            if mean >= self.threshold:
+                return frames, seconds
+        return None, None
+
+
+def run_rlcore(algo: str, seed: int, frames: int) -> dict[str, Any]:
+    """Train rl-core's ``algo`` with the pinned hyperparameters; return frames/s and the seconds to the threshold."""
+    import rlcore
+    import torch
+
+    torch.set_num_threads(1)
+    if algo == "dqn":
+        h = DQN
+        overrides = [
+            "algo.name=dqn", f"env.id={h['env']}", "env.num_envs=1",
+            f"collector.frames_per_batch={h['train_freq']}", f"trainer.optim_steps_per_batch={h['gradient_steps']}",
+            f"algo.gamma={h['gamma']}", "algo.double_dqn=false", "algo.dueling=false", "algo.n_step=1", "algo.loss=huber",
+            f"algo.hidden_sizes={h['net_arch']}", "algo.activation=relu",
+            f"algo.eps_init={h['exploration_initial_eps']}", f"algo.eps_end={h['exploration_final_eps']}",
+            f"algo.eps_annealing_frames={int(h['exploration_fraction'] * frames)}", f"algo.init_random_frames={h['learning_starts']}",
+            f"optim.lr={h['lr']}", f"optim.eps={h['adam_eps']}", "optim.lr_schedule=constant",
+            "trainer.clip_grad_norm=true", f"trainer.clip_norm={h['max_grad_norm']}",
+            f"hooks.replay_buffer.capacity={h['buffer_size']}", f"hooks.replay_buffer.batch_size={h['batch_size']}",
+            "hooks.replay_buffer.sampler=uniform", "hooks.target_updater.kind=hard",
+            f"hooks.target_updater.interval={h['gradient_steps']}",
+        ]  # fmt: skip
+    else:
+        h = SAC
+        overrides = [
+            "algo.name=sac", f"env.id={h['env']}", "env.num_envs=1",
+            f"collector.frames_per_batch={h['train_freq']}", f"trainer.optim_steps_per_batch={h['gradient_steps']}",
+            f"algo.gamma={h['gamma']}", f"algo.hidden_sizes={h['net_arch']}", "algo.activation=relu",
+            f"algo.init_alpha={h['init_alpha']}", "algo.learn_alpha=true", "algo.target_entropy=null", "algo.n_step=1",
+            f"algo.init_random_frames={h['learning_starts']}",
+            f"optim.lr={h['lr']}", f"optim.eps={h['adam_eps']}", "optim.lr_schedule=constant", "trainer.clip_norm=null",
+            f"hooks.replay_buffer.capacity={h['buffer_size']}", f"hooks.replay_buffer.batch_size={h['batch_size']}",
+            "hooks.replay_buffer.sampler=uniform", "hooks.target_updater.kind=soft", f"hooks.target_updater.tau={h['tau']}",
+            "hooks.target_updater.interval=1",
+        ]  # fmt: skip
+    quiet = ["trainer.progress_bar=false", "trainer.save_trainer_interval=1000000000", "loggers.csv=null", "loggers.console=null"]
+    config = rlcore.load_config(overrides=[*overrides, f"trainer.total_frames={frames}", f"trainer.seed={seed}", *quiet])
+    clock = Clock(h["threshold"])
+
+    class Evaluate:
+        def __init__(self) -> None:
+            self.next = h["eval_every"]
+            self.env: Any = None
+
+        @rlcore.hookimpl
+        def rl_setup(self, trainer: Any) -> None:
+            self.env = trainer.make_env(num_envs=1)
+            clock.start = time.perf_counter()
+
+        @rlcore.hookimpl(trylast=True)
+        def rl_post_steps(self, trainer: Any) -> None:
+            if trainer.collected_frames >= self.next:
+                self.next += h["eval_every"]
+                policy = trainer.loss_module.policy
+                clock.evaluate(trainer.collected_frames, lambda: rlcore.evaluate(policy, self.env, EVAL_EPISODES, seed=10_000)["returns"])
+
+    with tempfile.TemporaryDirectory() as run_dir:
+        trainer = rlcore.build_trainer(config, run_dir=run_dir)
+        trainer.register_plugin(Evaluate(), "benchmark.evaluate")
+        trainer.train()
+        seconds = clock.training_seconds()
+    return _result("rl-core", algo, seed, trainer.collected_frames, seconds, clock)
+
+
+def run_sb3(algo: str, seed: int, frames: int) -> dict[str, Any]:
+    """Train Stable-Baselines3's ``algo`` with the same hyperparameters; return frames/s and the seconds to the threshold."""
+    ensure_sb3()
+    import gymnasium as gym
+    import torch
+
+    torch.set_num_threads(1)
+    from stable_baselines3 import DQN as SB3DQN
+    from stable_baselines3 import SAC as SB3SAC
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    h = SETTINGS[algo]
+    clock = Clock(h["threshold"])
+    eval_env = gym.make(h["env"])
+
+    def episodes(model: Any) -> list[float]:
+        returns = []
+        for episode in range(EVAL_EPISODES):
+            obs, _ = eval_env.reset(seed=10_000 + episode)
+            total, done = 0.0, False
+            while not done:
+                action, _ = model.predict(obs, deterministic=True)
+                obs, reward, terminated, truncated, _ = eval_env.step(action)
+                total += float(reward)
+                done = terminated or truncated
+            returns.append(total)
+        return returns
+
+    class Evaluate(BaseCallback):
+        """Evaluates before the rollout that follows the updates of the batch that crossed ``eval_every``."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.next = h["eval_every"]
+
+        def _on_rollout_start(self) -> None:
+            if self.num_timesteps >= self.next:
+                self.next += h["eval_every"]
+                clock.evaluate(self.num_timesteps, lambda: episodes(self.model))
+
+        def _on_training_end(self) -> None:
+            self._on_rollout_start()
+
+        def _on_step(self) -> bool:
+            return True
+
+    if algo == "dqn":
+        model = SB3DQN(
+            "MlpPolicy",
+            h["env"],
+            learning_rate=h["lr"],
+            batch_size=h["batch_size"],
+            buffer_size=h["buffer_size"],
+            learning_starts=h["learning_starts"],
+            gamma=h["gamma"],
+            target_update_interval=h["target_update_interval"],
+            train_freq=h["train_freq"],
+            gradient_steps=h["gradient_steps"],
+            exploration_fraction=h["exploration_fraction"],
+            exploration_initial_eps=h["exploration_initial_eps"],
+            exploration_final_eps=h["exploration_final_eps"],
+            max_grad_norm=h["max_grad_norm"],
+            tau=1.0,
+            policy_kwargs={"net_arch": h["net_arch"], "activation_fn": torch.nn.ReLU, "optimizer_kwargs": {"eps": h["adam_eps"]}},
+            device="cpu",
+            seed=seed,
+            verbose=0,
+        )
+    else:
+        model = SB3SAC(
+            "MlpPolicy",
+            h["env"],
+            learning_rate=h["lr"],
+            batch_size=h["batch_size"],
+            buffer_size=h["buffer_size"],
+            learning_starts=h["learning_starts"],
+            gamma=h["gamma"],
+            tau=h["tau"],
+            train_freq=h["train_freq"],
+            gradient_steps=h["gradient_steps"],
+            ent_coef=f"auto_{h['init_alpha']}",
+            target_update_interval=1,
+            target_entropy="auto",
+            policy_kwargs={"net_arch": h["net_arch"], "activation_fn": torch.nn.ReLU, "n_critics": 2, "optimizer_kwargs": {"eps": h["adam_eps"]}},
+            device="cpu",
+            seed=seed,
+            verbose=0,
+        )
+    clock.start = time.perf_counter()
+    model.learn(total_timesteps=frames, callback=Evaluate())
+    seconds = clock.training_seconds()
+    return _result("Stable-Baselines3", algo, seed, model.num_timesteps, seconds, clock)
+
+
+def _result(name: str, algo: str, seed: int, frames: int, seconds: float, clock: Clock) -> dict[str, Any]:
+    reached_frames, reached = clock.reached()
+    row = {
+        "name": name,
+        "algo": algo,
+        "seed": seed,
+        "frames": frames,
+        "seconds": seconds,
+        "fps": frames / seconds,
+        "to_threshold": reached,
+        "frames_to_threshold": reached_frames,
+        "final": clock.evals[-1][2] if clock.evals else float("nan"),
+    }
+    print(
+        f"# {name} {algo} seed={seed}: {row['fps']:.0f} frames/s, threshold at {reached} s ({reached_frames} frames), "
+        f"last eval {row['final']:.1f}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return row
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def report(algo: str, rows: list[dict[str, Any]]) -> None:
+    h = SETTINGS[algo]
+    print(f"\n### {algo.upper()} on {h['env']}\n")
+    print(f"| framework | seed | frames | training wall s | frames/s | wall s to {h['threshold']:g} (eval) | frames to it | last eval |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        reached = f"{r['to_threshold']:.1f}" if r["to_threshold"] is not None else "not reached"
+        at = r["frames_to_threshold"] if r["frames_to_threshold"] is not None else "-"
+        print(f"| {r['name']} | {r['seed']} | {r['frames']} | {r['seconds']:.1f} | {r['fps']:.0f} | {reached} | {at} | {r['final']:.1f} |")
+    ours = [r for r in rows if r["name"] == "rl-core"]
+    theirs = [r for r in rows if r["name"] == "Stable-Baselines3"]
+    fps_ours, fps_theirs = _median([r["fps"] for r in ours]), _median([r["fps"] for r in theirs])
+    pairs = [a["fps"] / b["fps"] for a, b in zip(ours, theirs, strict=True)]
+    print()
+    print(f"rl-core {algo.upper()}: {fps_ours:.0f} frames/s; Stable-Baselines3 {algo.upper()}: {fps_theirs:.0f} frames/s (medians of {len(ours)} runs)")
+    print(f"ratio of medians {fps_ours / fps_theirs:.2f}x; per pair {', '.join(f'{r:.2f}' for r in pairs)}; median {_median(pairs):.2f}x")
+    for name, runs in (("rl-core", ours), ("Stable-Baselines3", theirs)):
+        reached = [r["to_threshold"] for r in runs if r["to_threshold"] is not None]
+        median = f", median {_median(reached):.1f} s" if reached else ""
+        print(f"{name}: {h['threshold']:g} reached in {len(reached)} of {len(runs)} runs{median}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--algo", choices=["dqn", "sac", "both"], default="both")
+    parser.add_argument("--frames", type=int, help="frames per run (default: rl-zoo3's n_timesteps, 50000 for DQN, 20000 for SAC)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    args = parser.parse_args(argv)
+    ensure_sb3()
+    algos = ["dqn", "sac"] if args.algo == "both" else [args.algo]
+    context = multiprocessing.get_context("spawn")
+    for algo in algos:
+        frames = args.frames or SETTINGS[algo]["frames"]
+        # pairs back to back, the order alternating, so that a slow spell of a shared machine hits both
+        jobs = [(fn, seed) for i, seed in enumerate(args.seeds) for fn in ([run_rlcore, run_sb3] if i % 2 == 0 else [run_sb3, run_rlcore])]
+        rows = []
+        for fn, seed in jobs:  # one at a time, each in a fresh process
+            with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+                rows.append(pool.submit(fn, algo, seed, frames).result())
+        report(algo, rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Loggers with deadlines: each logger's calls run in a thread of its own, so that a backend that does not
+answer (a network logger whose server is gone) never stalls training."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+from ._logger import Logger
+
+#: The default deadline of a logger's set-up and of each of its writes, in seconds.
+DEFAULT_TIMEOUT = 10.0
+
+_STOP = object()
+
+
+class GuardedLogger(Logger):
+    """A logger whose calls are queued to a worker thread and must each end within ``timeout`` seconds.
+
+    The trainer never waits for a write: it queues it. It waits, at most ``timeout`` seconds, only
+    where it must: for the logger's set-up, before a checkpoint (so that what was logged before it is
+    written before it), and when the run ends. A logger whose call raises, or runs past its deadline,
+    is reported once by the trainer and dropped; what it had not written is lost, the run goes on.
+    Attributes the guard does not have are the wrapped logger's.
+
+    :param logger: the logger, or a function that creates it (called in the worker thread).
+    :param name: its name, for messages.
+    :param timeout: the deadline of its set-up and of each call, in seconds.
+    """
+
+    def __init__(self, logger: Logger | Callable[[], Logger], name: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.name = name
+        self.timeout = timeout
+        self.logger: Logger | None = logger if isinstance(logger, Logger) else None
+        self._calls: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._busy_since: float | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._work, name=f"rlcore-logger-{name}", daemon=True)
+        self._thread.start()
+        if self.logger is None:
+            self._calls.put((partial(self._create, logger), None))
+
+    # ------------------------------------------------------------------ the worker
+    def _create(self, make: Callable[[], Logger]) -> None:
+        self.logger = make()
+
+    def _work(self) -> None:
+        while True:
+            call, done = self._calls.get()
+            if call is _STOP:
+                return
+            if self._error is None:
+                self._busy_since = time.monotonic()
+                try:
+                    call()
+                except BaseException as err:  # reported by the trainer, which drops the logger
+                    self._error = err
+                finally:
+                    self._busy_since = None
+            if done is not None:
+                done.set()
+
+    def _submit(self, method: str, *args: Any, **kwargs: Any) -> None:
+        self._calls.put((lambda: getattr(self.logger, method)(*args, **kwargs), None))
+
+    # ------------------------------------------------------------------ health
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until every call queued so far has run; ``False`` if that takes more than ``timeout`` (default: the deadline)."""
+        done = threading.Event()
+        self._calls.put((lambda: None, done))
+        return done.wait(self.timeout if timeout is None else timeout)
+
+    def problem(self) -> str | None:
+        """Why the logger must be dropped (its call raised, or has run past the deadline), or ``None``."""
+        if self._error is not None:
+            return f"failed: {type(self._error).__name__}: {self._error}"
+        started = self._busy_since
+        if started is not None and time.monotonic() - started > self.timeout:
+            return f"did not answer within {self.timeout:g} s"
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        logger = self.__dict__.get("logger")
+        if logger is None:
+            raise AttributeError(name)
+        return getattr(logger, name)
+
+    # ------------------------------------------------------------------ the Logger interface
+    @property
+    def supports_video(self) -> bool:  # type: ignore[override]
+        return bool(getattr(self.logger, "supports_video", False))
+
+    @property
+    def exp_name(self) -> str:  # type: ignore[override]
+        return self.logger.exp_name if self.logger is not None else self.name
+
+    def log_scalar(self, name: str, value: float, step: int) -> None:
+        self._submit("log_scalar", name, value, step)
+
+    def log_scalars(self, values: Mapping[str, float], step: int) -> None:
+        self._submit("log_scalars", dict(values), step)
+
+    def log_hparams(self, params: Mapping[str, Any]) -> None:
+        self._submit("log_hparams", dict(params))
+
+    def log_video(self, name: str, video: Any, step: int, fps: int = 30) -> None:
+        self._submit("log_video", name, video, step, fps=fps)
+
+    def log_histogram(self, name: str, values: Any, step: int) -> None:
+        self._submit("log_histogram", name, values, step)
+
+    def resume(self, step: int) -> None:
+        self._submit("resume", step)
+
+    def flush(self) -> None:
+        self._submit("flush")
+
+    def close(self) -> None:
+        """Close the logger (waiting for it at most the deadline), then end the worker."""
+        self._submit("close")
+        self.wait()
+        self._calls.put((_STOP, None))
+
+    def __repr__(self) -> str:
+        return f"GuardedLogger({self.logger!r}, timeout={self.timeout:g})"

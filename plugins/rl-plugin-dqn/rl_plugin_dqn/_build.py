@@ -1,0 +1,38 @@
+"""From an ``algo`` config section to the DQN loss module."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any
+
+import numpy as np
+import torch
+from rlcore import ConfigError, validate_options
+
+from . import DQNOptions
+from ._loss import DQNLoss
+from ._networks import QNetwork
+
+
+def parse_options(config: Mapping[str, Any]) -> DQNOptions:
+    """Check an ``algo`` section against :class:`DQNOptions` and fill in the defaults.
+
+    :raises rlcore.ConfigError: naming the bad key and what it accepts.
+    """
+    return DQNOptions(**validate_options("algo", DQNOptions, {k: v for k, v in config.items() if k != "name"}))
+
+
+def build_loss(config: Mapping[str, Any], observation_space: Any, action_space: Any, device: str | torch.device = "cpu") -> DQNLoss:
+    """The DQN loss module for an env's spaces (see :func:`rl_plugin_dqn.build_dqn`)."""
+    from gymnasium import spaces
+
+    opts = parse_options(config)
+    if not isinstance(action_space, spaces.Discrete):
+        raise ConfigError(f"algo.name: dqn needs a Discrete action space, the env has {action_space}")
+    if not isinstance(observation_space, spaces.Box):
+        raise ConfigError(f"algo.name: dqn needs a Box observation space, the env has {type(observation_space).__name__}")
+    qnet = QNetwork(int(np.prod(observation_space.shape)), int(action_space.n), opts.hidden_sizes, opts.activation, opts.dueling)
+    kwargs = {f.name: getattr(opts, f.name) for f in fields(opts) if f.name not in ("hidden_sizes", "activation", "dueling")}
+    kwargs["init_random_frames"] = kwargs["init_random_frames"] or 0
+    return DQNLoss(qnet, action_space, **kwargs).to(device)

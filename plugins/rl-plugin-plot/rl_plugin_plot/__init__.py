@@ -1,0 +1,45 @@
+"""rl-core plugin: ``rlctl plot RUN_DIR... [-o FILE.png] [--metric NAME]...``, the learning curves of runs.
+
+The curves come from each run's ``metrics.csv`` (the builtin CSV logger's ``frames,name,value,wall_time``
+rows): one panel per metric, one line per run, against collected frames. From Python::
+
+    from rl_plugin_plot import plot_runs, read_metrics
+
+    plot_runs(["runs/a", "runs/b"], ["train/episode_return", "loss/objective"], "curves.png")
+    frames, values = read_metrics("runs/a")["train/episode_return"]
+
+This module stays light: matplotlib is imported only when a plot is drawn.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from rlcore import hookimpl
+
+if TYPE_CHECKING:
+    import click
+
+    from ._metrics import read_metrics
+    from ._plot import plot_runs
+
+_LAZY = {"read_metrics": "._metrics", "plot_runs": "._plot"}
+
+__all__ = ["plot_runs", "read_metrics"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@hookimpl
+def rl_register_commands(cli: click.Group) -> None:
+    """``rlctl plot``."""
+    from ._command import plot
+
+    cli.add_command(plot)

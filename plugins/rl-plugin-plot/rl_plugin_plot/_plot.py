@@ -1,0 +1,67 @@
+"""Drawing learning curves with matplotlib's object API (no pyplot: no global figure, no GUI backend)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from rlcore import ConfigError
+
+from ._metrics import read_metrics
+
+#: inches of one panel (width, height); saved at :data:`DPI`
+PANEL = (8.0, 3.2)
+DPI = 100
+
+
+def plot_runs(
+    run_dirs: Sequence[str | os.PathLike[str]],
+    metrics: Sequence[str] = ("train/episode_return",),
+    output: str | os.PathLike[str] = "curves.png",
+) -> Path:
+    """Draw ``metrics`` against collected frames, one panel per metric and one line per run, into ``output``.
+
+    :param run_dirs: run directories, each with its ``metrics.csv``.
+    :param metrics: metric names, e.g. ``train/episode_return``.
+    :param output: the image to write; its suffix picks the format (``.png``, ``.pdf``, ``.svg``, ...);
+        missing folders are created.
+    :return: ``output``.
+    :raises rlcore.ConfigError: when there is no run or metric, a run has no readable ``metrics.csv``,
+        no run has one of ``metrics``, or the format is unknown (one line, with the valid choices).
+    """
+    if not run_dirs:
+        raise ConfigError("RUN_DIR: name at least one run directory")
+    if not metrics:
+        raise ConfigError("--metric: name at least one metric")
+    runs = {Path(run): read_metrics(run) for run in run_dirs}
+    known = sorted({name for series in runs.values() for name in series})
+    for metric in metrics:
+        if not any(metric in series for series in runs.values()):
+            raise ConfigError(f"--metric: no run has {metric!r} (valid choices: {', '.join(known) or 'none, the runs logged nothing'})")
+
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(PANEL[0], PANEL[1] * len(metrics)))
+    output = Path(output)
+    formats = fig.canvas.get_supported_filetypes()
+    suffix = output.suffix[1:].lower()
+    if suffix not in formats:
+        raise ConfigError(f"-o {output}: unknown image format {suffix!r} (valid choices: {', '.join(sorted(formats))})")
+    axes = fig.subplots(len(metrics), 1, squeeze=False)[:, 0]
+    for ax, metric in zip(axes, metrics):
+        for run, series in runs.items():
+            if metric in series:
+                frames, values = series[metric]
+                ax.plot(frames, values, label=run.name, linewidth=1.2)
+        ax.set_title(metric)
+        ax.set_xlabel("frames")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(output, dpi=DPI)
+    return output
+
+
+__all__ = ["plot_runs"]

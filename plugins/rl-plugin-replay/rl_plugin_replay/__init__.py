@@ -1,0 +1,235 @@
+"""rl-plugin-replay: replay buffers, target networks and exploration for off-policy losses.
+
+Two hooks by name, for the config's ``hooks`` section (an algorithm's defaults list them)::
+
+    hooks:
+      replay_buffer: {capacity: 100000, batch_size: 64, sampler: prioritized}
+      target_updater: {kind: soft, tau: 0.005}
+
+and the public API an off-policy loss builds on (DQN, SAC and third-party losses alike):
+
+=============================  ==========================================================================
+:class:`ReplayBuffer`          preallocated TensorDict storage, uniform or prioritized sampling
+:func:`make_replay_buffer`     a buffer from plain options
+:class:`TensorStorage`         the storage: ``[capacity, ...]`` tensors, optionally memory-mapped
+:class:`UniformSampler`,       which items a sample takes; the prioritized one keeps a vectorised
+:class:`PrioritizedSampler`    :class:`SumTree` and writes importance weights under ``"_weight"``
+:class:`NStepReturns`          n-step transitions from collector batches
+:class:`ReplayBufferTrainer`   the hook: extend at ``batch_process``, sample at ``process_optim_batch``,
+                               update priorities at ``post_loss`` (TorchRL's)
+:class:`HardUpdate`,           target-network updaters at ``post_optim``
+:class:`SoftUpdate`
+:func:`make_target`,           a frozen copy of a network; what a loss module declares its targets with
+:class:`TargetNetworks`
+:class:`EGreedy`,              exploration wrappers of a collection policy, with ``init_random_frames``
+:class:`GaussianNoise`,        of uniformly random actions first
+:class:`OrnsteinUhlenbeck`,
+:class:`RandomWarmup`
+:class:`LinearSchedule`        a coefficient annealed over frames
+:func:`flush_denormal`         denormal floats to zero on the CPU while training (Adam on dead ReLUs)
+:class:`FusedAdamStep`         the kernel's optimizer step, calling fused Adam directly (``rl_optimizer``)
+``INDEX_KEY`` ...              the keys of samples: ``"index"``, ``"_weight"``, ``"td_error"``, ``"steps_to_next_obs"``
+=============================  ==========================================================================
+
+This module stays light: importing it (``rlctl plugins list``) imports neither torch nor
+tensordict; the classes load when first used.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from rlcore import ConfigError, Range, hookimpl
+
+from ._keys import INDEX_KEY, PRIORITY_KEY, STEPS_KEY, WEIGHT_KEY
+
+if TYPE_CHECKING:
+    from ._buffer import ReplayBuffer, make_replay_buffer
+    from ._exploration import EGreedy, GaussianNoise, LinearSchedule, OrnsteinUhlenbeck, RandomWarmup
+    from ._hook import ReplayBufferTrainer
+    from ._nstep import NStepReturns
+    from ._optim import FusedAdamStep
+    from ._perf import flush_denormal
+    from ._samplers import PrioritizedSampler, UniformSampler
+    from ._storage import TensorStorage
+    from ._targets import HardUpdate, SoftUpdate, TargetNetworks, make_target
+    from ._tree import SumTree
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "ReplayBuffer": "._buffer",
+    "make_replay_buffer": "._buffer",
+    "TensorStorage": "._storage",
+    "UniformSampler": "._samplers",
+    "PrioritizedSampler": "._samplers",
+    "SumTree": "._tree",
+    "NStepReturns": "._nstep",
+    "ReplayBufferTrainer": "._hook",
+    "HardUpdate": "._targets",
+    "SoftUpdate": "._targets",
+    "TargetNetworks": "._targets",
+    "make_target": "._targets",
+    "EGreedy": "._exploration",
+    "GaussianNoise": "._exploration",
+    "OrnsteinUhlenbeck": "._exploration",
+    "RandomWarmup": "._exploration",
+    "LinearSchedule": "._exploration",
+    "flush_denormal": "._perf",
+    "FusedAdamStep": "._optim",
+}
+
+__all__ = [
+    "EGreedy",
+    "FusedAdamStep",
+    "GaussianNoise",
+    "HardUpdate",
+    "INDEX_KEY",
+    "LinearSchedule",
+    "NStepReturns",
+    "OrnsteinUhlenbeck",
+    "PRIORITY_KEY",
+    "PrioritizedSampler",
+    "RandomWarmup",
+    "ReplayBuffer",
+    "ReplayBufferTrainer",
+    "STEPS_KEY",
+    "SoftUpdate",
+    "SumTree",
+    "TargetNetworks",
+    "TensorStorage",
+    "UniformSampler",
+    "WEIGHT_KEY",
+    "flush_denormal",
+    "make_replay_buffer",
+    "make_target",
+    "replay_buffer",
+    "rl_register_hooks",
+    "target_updater",
+]
+
+SAMPLERS = ("uniform", "prioritized")
+UPDATES = ("hard", "soft")
+Positive = Annotated[int, Range(ge=1)]
+NonNegative = Annotated[float, Range(ge=0)]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rl_plugin_replay' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+def _check(ok: bool, key: str, message: str) -> None:
+    if not ok:
+        raise ConfigError(f"hooks.{key}: {message}")
+
+
+# ---------------------------------------------------------------------------- the hooks by name
+
+
+def replay_buffer(
+    capacity: Positive = 1_000_000,
+    batch_size: Positive = 256,
+    sampler: Literal["uniform", "prioritized"] = "uniform",
+    alpha: NonNegative = 0.6,
+    beta: NonNegative = 0.4,
+    beta_end: NonNegative | None = None,
+    priority_eps: Annotated[float, Range(gt=0)] = 1e-6,
+    n_step: Positive | None = None,
+    gamma: Annotated[float, Range(gt=0, le=1)] | None = None,
+    init_random_frames: Annotated[int, Range(ge=0)] | None = None,
+    device: str | None = None,
+    memmap: bool = False,
+    scratch_dir: str | None = None,
+    flatten_tensordicts: bool = True,
+    max_dims: list[int] | None = None,
+    checkpoint: bool = True,
+) -> ReplayBufferTrainer:
+    """The ``replay_buffer`` hook: a :class:`ReplayBufferTrainer` over a new buffer.
+
+    :param capacity: transitions kept (the storage is allocated once, for this many).
+    :param batch_size: transitions per optimisation step.
+    :param sampler: ``uniform`` or ``prioritized`` (proportional prioritized replay).
+    :param alpha: prioritisation exponent.
+    :param beta: importance-sampling exponent at the start of the run.
+    :param beta_end: anneal ``beta`` linearly to this over the run (``null``: constant).
+    :param priority_eps: added to ``|td_error|`` in priorities.
+    :param n_step: n-step transitions; ``null``: the loss module's ``n_step`` (else 1).
+    :param gamma: the n-step discount; ``null``: the loss module's ``gamma``.
+    :param init_random_frames: frames collected before learning starts; ``null``: the loss module's (else 0).
+    :param device: where the buffer and samples live; ``null``: the trainer's device.
+    :param memmap: keep the storage in memory-mapped files.
+    :param scratch_dir: where memory-mapped files go (default the system's temporary directory).
+    :param flatten_tensordicts: store single transitions rather than ``[time]`` trajectories.
+    :param max_dims: without flattening, pad batches to these sizes (``-1``: no padding).
+    :param checkpoint: include the buffer in checkpoints (``false`` for very large buffers:
+        a resumed run then starts with an empty buffer, and says so).
+    :raises rlcore.ConfigError: for a bad value, naming the key.
+    """
+    key = "replay_buffer"
+    _check(isinstance(capacity, int) and capacity >= 1, f"{key}.capacity", f"expected a positive integer, got {capacity!r}")
+    _check(isinstance(batch_size, int) and batch_size >= 1, f"{key}.batch_size", f"expected a positive integer, got {batch_size!r}")
+    _check(sampler in SAMPLERS, f"{key}.sampler", f"unknown value {sampler!r} (valid choices: {', '.join(SAMPLERS)})")
+    _check(alpha >= 0, f"{key}.alpha", f"expected a number >= 0, got {alpha!r}")
+    _check(beta >= 0, f"{key}.beta", f"expected a number >= 0, got {beta!r}")
+    _check(priority_eps > 0, f"{key}.priority_eps", f"expected a number > 0, got {priority_eps!r}")
+    _check(n_step is None or isinstance(n_step, int) and n_step >= 1, f"{key}.n_step", f"expected a positive integer, got {n_step!r}")
+    _check(init_random_frames is None or init_random_frames >= 0, f"{key}.init_random_frames", f"expected an integer >= 0, got {init_random_frames!r}")
+    _check(not memmap or device in (None, "cpu"), f"{key}.memmap", f"memory-mapped storage lives on the CPU, not on {device!r}")
+    from ._buffer import make_replay_buffer
+    from ._hook import ReplayBufferTrainer
+
+    try:
+        buffer = make_replay_buffer(
+            capacity, sampler=sampler, alpha=alpha, beta=beta, priority_eps=priority_eps, batch_size=batch_size,
+            device=device or "cpu", memmap=memmap, scratch_dir=scratch_dir,
+        )  # fmt: skip
+    except RuntimeError as err:  # a device torch does not know
+        raise ConfigError(f"hooks.{key}.device: {err}") from None
+    return ReplayBufferTrainer(
+        buffer,
+        batch_size=batch_size,
+        memmap=memmap,
+        device=device,
+        flatten_tensordicts=flatten_tensordicts,
+        max_dims=max_dims,
+        n_step=n_step,
+        gamma=gamma,
+        init_random_frames=init_random_frames,
+        beta_end=beta_end,
+        checkpoint=checkpoint,
+    )
+
+
+def target_updater(
+    kind: Literal["hard", "soft"] = "soft",
+    tau: Annotated[float, Range(gt=0, le=1)] = 0.005,
+    interval: Positive = 1,
+) -> HardUpdate | SoftUpdate:
+    """The ``target_updater`` hook: updates the loss module's target networks after optimizer steps.
+
+    :param kind: ``hard`` (copy every ``interval`` steps) or ``soft`` (move ``tau`` of the way every ``interval`` steps).
+    :param tau: the soft update's fraction.
+    :param interval: optimizer steps between two updates.
+    :raises rlcore.ConfigError: for a bad value, naming the key.
+    """
+    _check(kind in UPDATES, "target_updater.kind", f"unknown value {kind!r} (valid choices: {', '.join(UPDATES)})")
+    _check(isinstance(interval, int) and interval >= 1, "target_updater.interval", f"expected a positive integer, got {interval!r}")
+    _check(0 < tau <= 1, "target_updater.tau", f"expected a number in (0, 1], got {tau!r}")
+    from ._targets import HardUpdate, SoftUpdate
+
+    return HardUpdate(interval=interval) if kind == "hard" else SoftUpdate(tau=tau, interval=interval)
+
+
+@hookimpl
+def rl_register_hooks() -> dict[str, Any]:
+    """``replay_buffer`` and ``target_updater``."""
+    return {"replay_buffer": replay_buffer, "target_updater": target_updater}

@@ -1,0 +1,198 @@
+"""The ``replay_buffer`` hook: TorchRL's ``ReplayBufferTrainer``, plus what an off-policy loop needs around it.
+
+At each hook point of the loop (TorchRL's):
+
+- ``batch_process``: n-step transitions (when ``n_step > 1``), flattened to single transitions
+  (``flatten_tensordicts``) or padded (``max_dims``), are written to the buffer;
+- ``process_optim_batch``: each optimisation step gets a fresh sample of ``batch_size`` items;
+- ``post_loss``: with a prioritized buffer, the priorities of the sampled items are set from
+  what the loss wrote under ``"td_error"``.
+
+And, beyond TorchRL's hook:
+
+- ``pre_optim_steps``: no optimisation step runs while fewer than ``init_random_frames`` frames
+  are collected (the trainer's ``optim_steps_per_batch`` is 0 for those batches); ``beta`` is
+  annealed towards ``beta_end`` over the run;
+- ``post_steps_log``: ``train/buffer_size`` and ``train/update_to_data`` (optimisation steps per
+  collected frame, in the batch).
+
+Its state (the stored items, priorities, held-back n-step steps) goes into every checkpoint,
+unless ``checkpoint=False``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from rlcore import ConfigError, TrainerHookBase
+from tensordict import TensorDictBase, pad
+
+from ._buffer import ReplayBuffer
+from ._keys import PRIORITY_KEY
+from ._nstep import NStepReturns
+from ._samplers import PrioritizedSampler
+
+
+class ReplayBufferTrainer(TrainerHookBase):
+    """Fills a replay buffer with collected batches and feeds the loss with samples of it.
+
+    The first five parameters are TorchRL's ``ReplayBufferTrainer``'s, with the same meaning.
+    Options left ``None`` are read, at :meth:`register`, from the trainer's loss module when it
+    has an attribute of that name (``n_step``, ``gamma``, ``init_random_frames``), so that an
+    algorithm's ``algo`` section stays their one source.
+
+    :param replay_buffer: the buffer (see :func:`rl_plugin_replay.make_replay_buffer`).
+    :param batch_size: items per sample; default the buffer's ``batch_size``.
+    :param memmap: the buffer's storage is memory-mapped (informative: set it on the storage; the
+        ``replay_buffer`` config factory does).
+    :param device: where samples are put; default the trainer's device (where an empty buffer's
+        storage then moves too).
+    :param flatten_tensordicts: store single transitions (the batch reshaped to ``[envs * time]``)
+        rather than one ``[time]`` trajectory per env.
+    :param max_dims: without flattening, pad each batch dimension to this size (``-1``: no padding).
+    :param n_step: transitions over ``n`` steps (see :class:`NStepReturns`).
+    :param gamma: the discount of the n-step rewards.
+    :param init_random_frames: frames to collect before the first optimisation step.
+    :param beta_end: anneal a prioritized buffer's ``beta`` linearly to this over the run's total frames.
+    :param checkpoint: include the buffer in checkpoints; without it a resumed run starts with an
+        empty buffer (and says so).
+    :param priority_key: where the loss writes the new priorities.
+    """
+
+    def __init__(
+        self,
+        replay_buffer: ReplayBuffer,
+        batch_size: int | None = None,
+        memmap: bool = False,
+        device: str | torch.device | None = None,
+        flatten_tensordicts: bool = False,
+        max_dims: Sequence[int] | None = None,
+        *,
+        n_step: int | None = None,
+        gamma: float | None = None,
+        init_random_frames: int | None = None,
+        beta_end: float | None = None,
+        checkpoint: bool = True,
+        priority_key: str = PRIORITY_KEY,
+    ) -> None:
+        self.replay_buffer = replay_buffer
+        self.batch_size = batch_size
+        self.memmap = memmap
+        self.device = torch.device(device) if device is not None else None
+        self.flatten_tensordicts = flatten_tensordicts
+        self.max_dims = list(max_dims) if max_dims is not None else None
+        self.n_step = n_step
+        self.gamma = gamma
+        self.init_random_frames = init_random_frames
+        self.beta_end = beta_end
+        self.checkpoint = checkpoint
+        self.priority_key = priority_key
+        self.nstep: NStepReturns | None = None
+        self._trainer: Any = None
+        self._optim_steps: int | None = None  # the trainer's optim_steps_per_batch once learning runs
+        self._beta_start: float | None = None
+        self._steps_in_batch = 0
+
+    # ------------------------------------------------------------------ TorchRL's ops
+    def extend(self, batch: TensorDictBase) -> None:
+        """Write a collected batch ``[envs, time]`` to the buffer (``batch_process``); the batch itself is left as it is."""
+        data = batch
+        if self.nstep is not None:
+            data = self.nstep(data)
+        if self.flatten_tensordicts:
+            data = data.reshape(-1)
+        elif self.max_dims is not None:
+            pads: list[int] = []
+            for dim in range(data.batch_dims):  # tensordict's pad order: first dimension first
+                target = self.max_dims[dim]
+                pads += [0, 0 if target == -1 else max(target - data.batch_size[dim], 0)]
+            data = pad(data, pads)
+        if data.batch_size.numel():  # (the first batches of n-step transitions may be empty)
+            self.replay_buffer.extend(data)
+
+    def sample(self, batch: TensorDictBase) -> TensorDictBase:
+        """A fresh sample of the buffer for one optimisation step (``process_optim_batch``)."""
+        sample = self.replay_buffer.sample(self.batch_size)
+        self._steps_in_batch += 1
+        return sample if self.device is None or sample.device == self.device else sample.to(self.device)
+
+    def update_priority(self, batch: TensorDictBase) -> None:
+        """Set the sampled items' priorities from ``batch[priority_key]`` (``post_loss``)."""
+        self.replay_buffer.update_tensordict_priority(batch, self.priority_key)
+
+    # ------------------------------------------------------------------ the loop around them
+    def gate(self) -> None:
+        """Skip the batch's optimisation steps before ``init_random_frames`` (``pre_optim_steps``); anneal ``beta``."""
+        trainer = self._trainer
+        if self._optim_steps is None:
+            self._optim_steps = trainer.optim_steps_per_batch
+        learning = trainer.collected_frames >= (self.init_random_frames or 0) and len(self.replay_buffer) > 0
+        trainer.optim_steps_per_batch = self._optim_steps if learning else 0
+        self._steps_in_batch = 0
+        sampler = self.replay_buffer.sampler
+        if self.beta_end is not None and isinstance(sampler, PrioritizedSampler):
+            if self._beta_start is None:
+                self._beta_start = sampler.beta
+            progress = min(trainer.collected_frames / max(trainer.total_frames, 1), 1.0)
+            sampler.beta = self._beta_start + (self.beta_end - self._beta_start) * progress
+
+    def log(self, batch: TensorDictBase) -> dict[str, float]:
+        """``train/buffer_size``, ``train/update_to_data`` and (prioritized) ``train/beta`` (``post_steps_log``)."""
+        values = {
+            "train/buffer_size": float(len(self.replay_buffer)),
+            "train/update_to_data": self._steps_in_batch / max(self._trainer.batch_frames, 1),
+        }
+        if isinstance(self.replay_buffer.sampler, PrioritizedSampler):
+            values["train/beta"] = float(self.replay_buffer.sampler.beta)
+        return values
+
+    def register(self, trainer: Any, name: str = "replay_buffer") -> None:
+        """Attach to ``trainer`` at TorchRL's hook points, and checkpoint the buffer under ``name``."""
+        self._trainer = trainer
+        loss = trainer.loss_module
+        if self.device is None:
+            self.device = trainer.device
+            if not self.replay_buffer.storage.allocated and not self.replay_buffer.storage.memmap:
+                self.replay_buffer.to(self.device)  # an empty buffer follows the trainer's device
+        if self.n_step is None:
+            self.n_step = int(getattr(loss, "n_step", None) or 1)
+        if self.gamma is None:
+            self.gamma = getattr(loss, "gamma", None)
+        if self.init_random_frames is None:
+            self.init_random_frames = int(getattr(loss, "init_random_frames", None) or 0)
+        if self.n_step > 1:
+            if self.gamma is None:
+                raise ConfigError(f"hooks.{name}.gamma: n_step={self.n_step} needs a discount, and the loss module has no gamma")
+            self.nstep = NStepReturns(self.n_step, float(self.gamma))
+        trainer.register_op("batch_process", self.extend)
+        trainer.register_op("pre_optim_steps", self.gate)
+        trainer.register_op("process_optim_batch", self.sample)
+        trainer.register_op("post_loss", self.update_priority)
+        trainer.register_op("post_steps_log", self.log)
+        trainer.register_module(name, self)
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """The buffer (unless ``checkpoint=False``) and the held-back n-step steps."""
+        if not self.checkpoint:
+            return {"omitted": True}
+        return {
+            "replay_buffer": self.replay_buffer.state_dict(),
+            "nstep": self.nstep.state_dict() if self.nstep is not None else None,
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`; a checkpoint without the buffer leaves it empty, and says so on stderr."""
+        if state_dict.get("omitted"):
+            print(
+                "rl-plugin-replay: the checkpoint holds no replay buffer (replay_buffer.checkpoint=false): "
+                "the resumed run starts with an empty buffer",
+                file=sys.stderr,
+            )
+            return
+        self.replay_buffer.load_state_dict(state_dict["replay_buffer"])
+        if self.nstep is not None and state_dict.get("nstep") is not None:
+            self.nstep.load_state_dict(state_dict["nstep"])

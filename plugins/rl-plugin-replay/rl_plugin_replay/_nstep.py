@@ -1,0 +1,89 @@
+"""n-step transitions: rewards summed over up to ``n`` steps, the next observation ``n`` steps ahead.
+
+For the step at ``t`` of an env, with ``m`` the steps up to and including the first episode end
+within ``t .. t + n - 1`` (``m = n`` when the episode goes on)::
+
+    reward            = sum_{k < m} gamma**k * r_{t+k}
+    next observation  = the next observation of step t + m - 1 (the true final one if the episode ended)
+    terminated, done  = those of step t + m - 1
+    steps_to_next_obs = m                         (a loss bootstraps with gamma**m)
+
+so a loss's target ``reward + gamma**m * (1 - terminated) * V(next observation)`` is the n-step
+return, cut at termination and bootstrapped at truncation. The last ``n - 1`` steps of each env
+have no ``n`` steps after them yet: they are held back and come out with the next batch, so
+each step becomes exactly one transition, ``n - 1`` steps late.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from ._keys import STEPS_KEY
+
+
+class NStepReturns:
+    """Turns batches ``[envs, time]`` into n-step transitions ``[envs, time']``.
+
+    :param n: steps summed (1 returns batches unchanged).
+    :param gamma: the discount.
+    """
+
+    def __init__(self, n: int, gamma: float) -> None:
+        if n < 1:
+            raise ValueError(f"n_step must be >= 1, got {n}")
+        self.n = n
+        self.gamma = gamma
+        self._tail: TensorDictBase | None = None  # the last n - 1 steps of each env, not yet emitted
+
+    def __call__(self, batch: TensorDictBase) -> TensorDictBase:
+        """The n-step transitions that ``batch`` completes, in time order per env.
+
+        :param batch: a collector batch ``[envs, time]``, continuing the previous one.
+        :return: ``[envs, time]`` transitions (``time - n + 1`` for the first batch).
+        """
+        if self.n == 1:
+            return batch
+        if batch.batch_dims != 2:
+            raise ValueError(f"n-step returns need batches [envs, time], got batch size {list(batch.batch_size)}")
+        steps = batch if self._tail is None else torch.cat([self._tail, batch], dim=1)
+        n, length = self.n, steps.shape[1]
+        self._tail = steps[:, max(length - (n - 1), 0) :].clone()
+        width = length - n + 1  # starts with n steps ahead of them
+        if width <= 0:  # not n steps yet: nothing complete
+            empty = steps[:, :0]
+            empty.set(STEPS_KEY, torch.zeros(*empty.batch_size, 1, dtype=torch.int64, device=steps.device))
+            return empty
+        reward = steps.get(("next", "reward"))  # [E, L, 1]
+        done = steps.get(("next", "done")).reshape(reward.shape)
+        r = reward.squeeze(-1).unfold(1, n, 1)  # [E, W, n]: window k of start t is step t + k
+        d = done.squeeze(-1).unfold(1, n, 1).to(r.dtype)
+        alive = torch.cat([torch.ones_like(d[..., :1]), torch.cumprod(1 - d[..., :-1], -1)], -1)  # no episode end before k
+        discounts = self.gamma ** torch.arange(n, device=r.device, dtype=r.dtype)
+        n_reward = (r * alive * discounts).sum(-1)
+        m = alive.sum(-1).to(torch.int64)  # steps up to the first episode end, at most n
+        last = torch.arange(width, device=r.device) + m - 1  # [E, W]: the step whose "next" the transition takes
+        envs = torch.arange(steps.shape[0], device=r.device).unsqueeze(-1)
+        out = steps[:, :width]
+        nxt = steps.get("next")
+        out.set("next", TensorDict({k: v[envs, last] for k, v in nxt.items()}, batch_size=out.batch_size, device=steps.device))
+        out.set(("next", "reward"), n_reward.unsqueeze(-1).to(reward.dtype))
+        out.set(STEPS_KEY, m.unsqueeze(-1))
+        return out
+
+    def reset(self) -> None:
+        """Forget the held-back steps (e.g. after the envs were reset)."""
+        self._tail = None
+
+    def state_dict(self) -> dict[str, Any]:
+        """The held-back steps."""
+        if self._tail is None:
+            return {"tail": None}
+        return {"tail": self._tail.to_dict(), "batch_size": list(self._tail.batch_size)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+        tail = state.get("tail")
+        self._tail = None if tail is None else TensorDict(tail, batch_size=state["batch_size"])

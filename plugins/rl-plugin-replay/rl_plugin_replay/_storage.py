@@ -1,0 +1,184 @@
+"""Preallocated tensor storage for a replay buffer: ``capacity`` rows per key, written in a circle.
+
+The storage takes its keys, shapes and dtypes from the first data written to it and allocates
+each key's ``[capacity, *shape]`` tensor then, once (TorchRL's ``LazyTensorStorage``); nothing
+grows afterwards, so its memory is bounded by its capacity times the size of one item.
+With ``memmap=True`` the tensors are memory-mapped files (TorchRL's ``LazyMemmapStorage``):
+the operating system pages them in and out, so a buffer larger than the RAM still works.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+#: a key of the storage: the path of a leaf in the TensorDicts it stores
+Key = tuple[str, ...]
+
+
+class TensorStorage:
+    """``capacity`` items of a fixed TensorDict structure, in preallocated tensors.
+
+    An item is one row of the data written: a batch ``[N, *item_shape]`` writes ``N`` items
+    (``item_shape`` is empty for single transitions, ``[T]`` for trajectories of ``T`` steps).
+
+    :param capacity: the number of items kept; the oldest are overwritten first.
+    :param device: where the tensors live.
+    :param memmap: memory-map the tensors to files (CPU only).
+    :param scratch_dir: where the memory-mapped files go (a temporary directory inside it, removed
+        by :meth:`close`); default the system's temporary directory.
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        device: str | torch.device = "cpu",
+        memmap: bool = False,
+        scratch_dir: str | Path | None = None,
+    ) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be >= 1, got {capacity}")
+        self.capacity = int(capacity)
+        self.device = torch.device(device)
+        if memmap and self.device.type != "cpu":
+            raise ValueError(f"memmap storage lives on the CPU, not on {self.device}")
+        self.memmap = memmap
+        self.scratch_dir = scratch_dir
+        self.cursor = 0  # the next row to write
+        self.size = 0
+        self.item_shape: torch.Size | None = None
+        self._columns: dict[Key, torch.Tensor] = {}
+        self._dir: Path | None = None
+
+    def __len__(self) -> int:
+        return self.size
+
+    @property
+    def allocated(self) -> bool:
+        """Whether the tensors exist (after the first write)."""
+        return bool(self._columns)
+
+    @property
+    def keys(self) -> list[Key]:
+        """The keys of the stored items (empty before the first write)."""
+        return list(self._columns)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the preallocated tensors: capacity times the size of one item."""
+        return sum(t.numel() * t.element_size() for t in self._columns.values())
+
+    # ------------------------------------------------------------------ allocation
+    def _allocate(self, columns: Mapping[Key, torch.Tensor], item_shape: torch.Size) -> None:
+        self.item_shape = item_shape
+        if self.memmap:
+            self._dir = Path(tempfile.mkdtemp(prefix="rl-replay-", dir=self.scratch_dir))
+        for key, value in columns.items():
+            shape = (self.capacity, *value.shape[1:])
+            if self.memmap:
+                assert self._dir is not None
+                try:
+                    dtype = torch.empty((), dtype=value.dtype).numpy().dtype
+                except TypeError:
+                    raise ValueError(f"cannot memory-map {'.'.join(key)} of dtype {value.dtype}") from None
+                array = np.lib.format.open_memmap(self._dir / f"{'.'.join(key)}.npy", mode="w+", dtype=dtype, shape=shape)
+                self._columns[key] = torch.from_numpy(array)
+            else:
+                self._columns[key] = torch.empty(shape, dtype=value.dtype, device=self.device)
+
+    def close(self) -> None:
+        """Free the tensors (and remove the memory-mapped files)."""
+        self._columns.clear()
+        self.cursor = self.size = 0
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    # ------------------------------------------------------------------ writing and reading
+    def write(self, data: TensorDictBase) -> torch.Tensor:
+        """Write the items of ``data`` (its first dimension) after the last ones, overwriting the oldest.
+
+        :param data: a TensorDict ``[N, *item_shape]`` with the keys of the first write.
+        :return: the row of each item ``[N]`` (of the last ``capacity`` items when ``N`` is larger).
+        """
+        if data.batch_dims < 1:
+            raise ValueError("write a TensorDict with a batch dimension: one row per item")
+        columns = {_key(k): v for k, v in data.items(include_nested=True, leaves_only=True)}
+        n = data.batch_size[0]
+        if n > self.capacity:  # only the last capacity items would survive
+            columns = {k: v[n - self.capacity :] for k, v in columns.items()}
+            n = self.capacity
+        if not self._columns:
+            self._allocate(columns, data.batch_size[1:])
+        elif columns.keys() != self._columns.keys() or data.batch_size[1:] != self.item_shape:
+            raise KeyError(_mismatch(list(self._columns), list(columns), self.item_shape, data.batch_size[1:]))
+        start, stop = self.cursor, self.cursor + n
+        for key, value in columns.items():
+            column = self._columns[key]
+            value = value.to(column.device, non_blocking=True)
+            if stop <= self.capacity:
+                column[start:stop] = value
+            else:  # wrap around
+                split = self.capacity - start
+                column[start:] = value[:split]
+                column[: n - split] = value[split:]
+        self.cursor = stop % self.capacity
+        self.size = min(self.size + n, self.capacity)
+        return torch.arange(start, stop, device=self.device) % self.capacity
+
+    def get(self, index: torch.Tensor) -> TensorDict:
+        """The items at rows ``index`` ``[B]``, as a TensorDict ``[B, *item_shape]``."""
+        nested: dict[str, Any] = {}
+        for key, column in self._columns.items():
+            node = nested
+            for part in key[:-1]:
+                node = node.setdefault(part, {})
+            node[key[-1]] = column.index_select(0, index.to(column.device))
+        batch_size = torch.Size([index.shape[0], *(self.item_shape or ())])
+        return TensorDict(nested, batch_size=batch_size, device=self.device)
+
+    def column(self, key: str | Key) -> torch.Tensor:
+        """The whole preallocated tensor of ``key`` ``[capacity, ...]`` (rows ``>= len(self)`` hold garbage)."""
+        return self._columns[_key(key)]
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """The stored items (copies of the first ``len(self)`` rows) and where writing stands."""
+        return {
+            "cursor": self.cursor,
+            "size": self.size,
+            "item_shape": list(self.item_shape or []),
+            "columns": {".".join(k): v[: self.size].clone() for k, v in self._columns.items()},
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict`; the capacity must hold the saved items."""
+        columns = {tuple(k.split(".")): v for k, v in state["columns"].items()}
+        size = int(state["size"])
+        if size > self.capacity:
+            raise ValueError(f"the checkpoint holds {size} items, more than this buffer's capacity {self.capacity}")
+        self.close()
+        if columns:
+            self._allocate(columns, torch.Size(state["item_shape"]))
+            for key, value in columns.items():
+                self._columns[key][:size] = value.to(self.device)
+        self.cursor, self.size = int(state["cursor"]) % self.capacity, size
+
+
+def _key(key: str | tuple[str, ...]) -> Key:
+    return (key,) if isinstance(key, str) else tuple(key)
+
+
+def _mismatch(have: list[Key], got: list[Key], have_shape: Any, got_shape: Any) -> str:
+    if have_shape != got_shape:
+        return f"items of shape {list(got_shape)} do not fit a storage of items of shape {list(have_shape)}"
+    missing = sorted(".".join(k) for k in set(have) - set(got))
+    extra = sorted(".".join(k) for k in set(got) - set(have))
+    return f"the data's keys differ from the stored ones (missing: {', '.join(missing) or 'none'}; new: {', '.join(extra) or 'none'})"

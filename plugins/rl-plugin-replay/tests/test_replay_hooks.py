@@ -1,0 +1,160 @@
+"""The hooks at their points of a real short run (``register(trainer)``, TorchRL's way), and their checkpoints."""
+
+from __future__ import annotations
+
+import pytest
+import rlcore
+import torch
+from tensordict import TensorDict
+from tensordict.nn import TensorDictModuleBase
+from torch import nn
+
+from rl_plugin_replay import (
+    INDEX_KEY,
+    PRIORITY_KEY,
+    WEIGHT_KEY,
+    EGreedy,
+    HardUpdate,
+    ReplayBufferTrainer,
+    make_replay_buffer,
+    make_target,
+)
+
+FRAMES_PER_BATCH, STEPS, BATCH, INIT = 32, 4, 16, 64
+
+
+class Greedy(TensorDictModuleBase):
+    in_keys = ["observation"]
+    out_keys = ["action"]
+
+    def __init__(self, q: nn.Module) -> None:
+        super().__init__()
+        self.q = q
+
+    def forward(self, td):
+        td.set("action", self.q(td.get("observation")).argmax(-1))
+        return td
+
+
+class TinyQ(nn.Module):
+    """A linear Q-function's TD loss, writing priorities."""
+
+    def __init__(self, env) -> None:
+        super().__init__()
+        self.q = nn.Linear(4, 2)
+        self.target_q = make_target(self.q)
+        self.policy = EGreedy(Greedy(self.q), env.single_action_space, annealing_frames=100)
+        self.init_random_frames = INIT  # read by the replay hook
+
+    def target_networks(self):
+        return [(self.q, self.target_q)]
+
+    def forward(self, batch):
+        q = self.q(batch["observation"]).gather(-1, batch["action"].unsqueeze(-1)).squeeze(-1)
+        with torch.no_grad():
+            target = batch["next", "reward"].squeeze(-1) + 0.9 * self.target_q(batch["next", "observation"]).max(-1).values
+        batch.set(PRIORITY_KEY, (target - q).detach().abs())
+        return TensorDict({"loss_td": (batch[WEIGHT_KEY] * (target - q) ** 2).mean()}, batch_size=[])
+
+
+class Checks:
+    """Records, after the replay and target hooks ran (``trylast``), what each hook point saw."""
+
+    def __init__(self, hook: ReplayBufferTrainer, loss: TinyQ) -> None:
+        self.hook, self.loss = hook, loss
+        self.sizes: list[tuple[int, int]] = []
+        self.steps_per_batch: list[tuple[int, int]] = []
+        self.samples = 0
+        self.priorities_ok: list[bool] = []
+        self.target_synced: list[tuple[int, bool]] = []
+        self._steps_before = 0
+        self._sample = None
+
+    @rlcore.hookimpl(trylast=True)
+    def rl_pre_steps_log(self, trainer) -> None:
+        self.sizes.append((trainer.collected_frames, len(self.hook.replay_buffer)))  # extended at batch_process
+        self._steps_before = trainer.optim_steps
+
+    @rlcore.hookimpl(trylast=True)
+    def rl_post_loss(self, trainer, batch) -> None:
+        assert batch.batch_size == (BATCH,) and INDEX_KEY in batch.keys() and WEIGHT_KEY in batch.keys()
+        storage = self.hook.replay_buffer.storage
+        assert torch.equal(batch["observation"], storage.column("observation")[batch[INDEX_KEY]])  # a sample of the buffer
+        self.samples += 1
+        self._sample = batch
+
+    @rlcore.hookimpl(trylast=True)
+    def rl_post_optim(self, trainer) -> None:
+        sampler = self.hook.replay_buffer.sampler
+        index, error = self._sample[INDEX_KEY], self._sample[PRIORITY_KEY]
+        last = {i: e for i, e in zip(index.tolist(), error.tolist(), strict=True)}  # duplicates: the last one counts
+        expected = torch.tensor([(abs(e) + sampler.eps) ** sampler.alpha for e in last.values()], dtype=torch.float64)
+        self.priorities_ok.append(torch.allclose(sampler.tree.leaves[list(last)], expected))  # updated at post_loss
+        online, target = self.loss.q.state_dict(), self.loss.target_q.state_dict()
+        synced = all(torch.equal(online[k], target[k]) for k in online)
+        self.target_synced.append((trainer.optim_steps, synced))
+
+    @rlcore.hookimpl
+    def rl_post_steps(self, trainer) -> None:
+        self.steps_per_batch.append((trainer.collected_frames, trainer.optim_steps - self._steps_before))
+
+
+def make_trainer(tmp_path, frames: int = 256):
+    env = rlcore.make_vector_env("CartPole-v1", 2)
+    torch.manual_seed(0)
+    loss = TinyQ(env)
+    trainer = rlcore.Trainer(
+        collector=rlcore.Collector(env, loss.policy, FRAMES_PER_BATCH),
+        loss_module=loss,
+        optimizer=torch.optim.Adam(loss.parameters(), lr=1e-2),
+        total_frames=frames,
+        optim_steps_per_batch=STEPS,
+        seed=0,
+        progress_bar=False,
+        plugin_manager=rlcore.PluginManager(discover=False),
+        run_dir=tmp_path,
+    )
+    hook = ReplayBufferTrainer(make_replay_buffer(200, sampler="prioritized"), batch_size=BATCH, flatten_tensordicts=True)
+    hook.register(trainer)
+    HardUpdate(interval=3).register(trainer)
+    return trainer, hook, loss
+
+
+def test_hooks_act_at_their_points_of_a_real_run(tmp_path):
+    trainer, hook, loss = make_trainer(tmp_path)
+    checks = Checks(hook, loss)
+    trainer.register_plugin(checks, "checks")
+    trainer.train()
+    assert checks.sizes == [(f, min(f, 200)) for f in range(32, 257, 32)]
+    # no optimisation before init_random_frames (64) frames, then optim_steps_per_batch per batch
+    assert checks.steps_per_batch == [(f, 0 if f < INIT else STEPS) for f in range(32, 257, 32)]
+    assert checks.samples == trainer.optim_steps == STEPS * 7
+    assert all(checks.priorities_ok)
+    assert [synced for steps, synced in checks.target_synced] == [steps % 3 == 0 for steps, _ in checks.target_synced]
+    assert loss.policy.frames == 256
+
+
+def test_the_buffer_is_part_of_the_checkpoint(tmp_path, capsys):
+    trainer, hook, _ = make_trainer(tmp_path / "a", frames=128)
+    trainer.train()
+    state = trainer.state_dict()["modules"]
+    assert state["replay_buffer"]["replay_buffer"]["storage"]["size"] == 128
+    fresh, fresh_hook, _ = make_trainer(tmp_path / "b", frames=128)
+    fresh.load_state_dict(trainer.state_dict())
+    assert len(fresh_hook.replay_buffer) == 128
+    assert torch.equal(fresh_hook.replay_buffer.sampler.tree.leaves, hook.replay_buffer.sampler.tree.leaves)
+    hook.checkpoint = False  # a very large buffer may be left out ...
+    omitted = trainer.state_dict()
+    again, again_hook, _ = make_trainer(tmp_path / "c", frames=128)
+    again.load_state_dict(omitted)
+    assert len(again_hook.replay_buffer) == 0
+    err = capsys.readouterr().err.strip().splitlines()  # ... and resuming says so in one line
+    assert len(err) == 1 and "empty buffer" in err[0]
+
+
+def test_an_empty_buffer_follows_the_trainer_device(tmp_path, make_transitions):
+    trainer, hook, _ = make_trainer(tmp_path)
+    assert hook.device == trainer.device and hook.replay_buffer.storage.device == trainer.device
+    hook.replay_buffer.extend(make_transitions(2, obs_dim=4))
+    with pytest.raises(RuntimeError, match="before writing"):
+        hook.replay_buffer.to("cpu")

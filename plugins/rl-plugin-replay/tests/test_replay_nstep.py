@@ -1,0 +1,80 @@
+"""n-step transitions against hand-computed cases, and batch boundaries that change nothing."""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDict
+
+from rl_plugin_replay import STEPS_KEY, NStepReturns
+
+
+def episode_batch(rewards, terminated, truncated):
+    """One env's steps ``[1, T]``: observation t is ``t``, its next observation ``t + 0.5`` (distinct from the next step's)."""
+    t = len(rewards)
+    obs = torch.arange(t, dtype=torch.float32).reshape(1, t, 1)
+    term = torch.tensor(terminated, dtype=torch.bool).reshape(1, t, 1)
+    trunc = torch.tensor(truncated, dtype=torch.bool).reshape(1, t, 1)
+    return TensorDict(
+        {
+            "observation": obs,
+            "action": torch.zeros(1, t, dtype=torch.int64),
+            "next": {
+                "observation": obs + 0.5,
+                "reward": torch.tensor(rewards, dtype=torch.float32).reshape(1, t, 1),
+                "terminated": term,
+                "truncated": trunc,
+                "done": term | trunc,
+            },
+        },
+        batch_size=[1, t],
+    )
+
+
+def test_three_step_returns_by_hand():
+    g = 0.5
+    # steps 0..6; step 2 terminates, step 5 is truncated
+    batch = episode_batch([1, 2, 4, 8, 16, 32, 64], [0, 0, 1, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1, 0])
+    out = NStepReturns(3, g)(batch)
+    assert out.shape == (1, 5)  # the last n - 1 = 2 steps are held back
+    reward = out["next", "reward"].flatten().tolist()
+    steps = out[STEPS_KEY].flatten().tolist()
+    next_obs = out["next", "observation"].flatten().tolist()
+    terminated = out["next", "terminated"].flatten().tolist()
+    # t=0: 1 + g*2 + g^2*4, the episode ends at step 2 (terminated): next obs 2.5, terminated
+    # t=1: 2 + g*4 (ends at 2);  t=2: 4 (ends at once)
+    # t=3: 8 + g*16 + g^2*32, step 5 truncated: next obs 5.5, not terminated (bootstrapped)
+    # t=4: 16 + g*32 (ends at 5)
+    assert reward == [1 + g * 2 + g * g * 4, 2 + g * 4, 4, 8 + g * 16 + g * g * 32, 16 + g * 32]
+    assert steps == [3, 2, 1, 3, 2]
+    assert next_obs == [2.5, 2.5, 2.5, 5.5, 5.5]
+    assert terminated == [True, True, True, False, False]
+    assert out["next", "done"].flatten().tolist() == [True, True, True, True, True]
+    assert out["observation"].flatten().tolist() == [0, 1, 2, 3, 4]
+
+
+def test_one_step_is_the_identity():
+    batch = episode_batch([1, 2], [0, 0], [0, 0])
+    assert NStepReturns(1, 0.9)(batch) is batch
+
+
+def test_split_batches_give_the_transitions_of_one_long_batch():
+    gen = torch.Generator().manual_seed(0)
+    t = 40
+
+    def random_env():
+        terminated = (torch.rand(t, generator=gen) < 0.1).int().tolist()
+        truncated = [int(not a and b) for a, b in zip(terminated, (torch.rand(t, generator=gen) < 0.1).int().tolist(), strict=True)]
+        return episode_batch(torch.rand(t, generator=gen).tolist(), terminated, truncated)
+
+    two_envs = torch.cat([random_env(), random_env()], 0)
+    reference = NStepReturns(4, 0.9)(two_envs)
+    nstep = NStepReturns(4, 0.9)
+    pieces = [nstep(two_envs[:, a:b]) for a, b in ((0, 7), (7, 8), (8, 25), (25, 40))]
+    # state survives a checkpoint mid-way
+    resumed = NStepReturns(4, 0.9)
+    resumed.load_state_dict(nstep.state_dict())
+    joined = torch.cat(pieces, 1)
+    assert joined.shape == reference.shape == (2, 37)
+    assert (joined == reference).all()
+    more = two_envs[:, :5]
+    assert (resumed(more) == nstep(more)).all()

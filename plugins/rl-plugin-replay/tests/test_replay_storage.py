@@ -1,0 +1,90 @@
+"""The storage is preallocated once, written in a circle, memory-mappable, and checkpointable."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rl_plugin_replay import INDEX_KEY, ReplayBuffer, TensorStorage, make_replay_buffer
+
+
+def test_storage_is_allocated_once_and_bounded_by_its_capacity(make_transitions):
+    storage = TensorStorage(10)
+    assert not storage.allocated and storage.nbytes == 0
+    storage.write(make_transitions(4))
+    obs = storage.column("observation")
+    assert obs.shape == (10, 3)
+    pointers = {key: storage.column(key).data_ptr() for key in storage.keys}
+    # one item: observation and next observation 3 floats each, reward 1 float, action int64, three bools
+    assert storage.nbytes == 10 * (3 * 4 + 3 * 4 + 4 + 8 + 3)
+    for start in range(4, 40, 4):
+        storage.write(make_transitions(4, start=start))
+    assert len(storage) == 10
+    assert {key: storage.column(key).data_ptr() for key in storage.keys} == pointers  # never reallocated
+    # 40 items written: the last 10 (30..39) are kept, the oldest overwritten first
+    assert sorted(storage.column("observation")[:, 0].tolist()) == list(range(30, 40))
+    assert storage.cursor == 0
+
+
+def test_a_batch_larger_than_the_capacity_keeps_its_last_items(make_transitions):
+    storage = TensorStorage(5)
+    index = storage.write(make_transitions(12))
+    assert index.tolist() == [0, 1, 2, 3, 4]
+    assert storage.column("observation")[:, 0].tolist() == [7, 8, 9, 10, 11]
+
+
+def test_samples_are_the_stored_items(make_transitions):
+    buffer = make_replay_buffer(100, batch_size=32)
+    buffer.extend(make_transitions(50))
+    sample = buffer.sample()
+    assert sample.batch_size == (32,)
+    index = sample[INDEX_KEY]
+    assert torch.equal(sample["observation"][:, 0], index.float())
+    assert torch.equal(sample["next", "observation"][:, 0], index.float() + 1)
+    assert sample["action"].dtype == torch.int64 and sample["next", "done"].dtype == torch.bool
+
+
+def test_trajectories_are_items_too(make_transitions):
+    buffer = make_replay_buffer(4)
+    buffer.extend(make_transitions(5, envs=3))  # three trajectories of 5 steps
+    assert len(buffer) == 3
+    assert buffer.sample(2).batch_size == (2, 5)
+
+
+def test_keys_and_shapes_are_fixed_by_the_first_write(make_transitions):
+    storage = TensorStorage(10)
+    storage.write(make_transitions(2))
+    with pytest.raises(KeyError, match="missing: action"):
+        storage.write(make_transitions(2).exclude("action"))
+    with pytest.raises(KeyError, match="shape"):
+        storage.write(make_transitions(2, envs=2))
+
+
+def test_memmap_storage_lives_in_files(tmp_path, make_transitions):
+    buffer = make_replay_buffer(8, memmap=True, scratch_dir=tmp_path)
+    buffer.extend(make_transitions(6))
+    files = sorted(p.name for p in tmp_path.glob("rl-replay-*/*.npy"))
+    assert "observation.npy" in files and "next.reward.npy" in files
+    assert buffer.sample(3)["observation"].shape == (3, 3)
+    buffer.storage.close()
+    assert not list(tmp_path.glob("rl-replay-*"))
+
+
+def test_state_dict_round_trip_holds_the_items_and_the_priorities(make_transitions):
+    buffer = make_replay_buffer(10, sampler="prioritized")
+    buffer.extend(make_transitions(13))
+    buffer.update_priority(torch.arange(10), torch.arange(10.0))
+    state = buffer.state_dict()
+    other = make_replay_buffer(10, sampler="prioritized")
+    other.load_state_dict(state)
+    assert len(other) == 10 and other.storage.cursor == buffer.storage.cursor
+    for key in buffer.storage.keys:
+        assert torch.equal(other.storage.column(key), buffer.storage.column(key))
+    torch.manual_seed(0)
+    a = buffer.sample(20)
+    torch.manual_seed(0)
+    b = other.sample(20)
+    assert (a == b).all()
+    empty = ReplayBuffer(TensorStorage(10))
+    empty.load_state_dict(ReplayBuffer(TensorStorage(10)).state_dict())
+    assert len(empty) == 0

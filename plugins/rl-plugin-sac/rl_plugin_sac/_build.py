@@ -1,0 +1,52 @@
+"""From an ``algo`` config section to the SAC loss module."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from rlcore import ConfigError, validate_options
+
+from . import SACOptions
+from ._loss import SACLoss
+from ._networks import Actor, TwinQ
+
+
+def parse_options(config: Mapping[str, Any]) -> SACOptions:
+    """Check an ``algo`` section against :class:`SACOptions` and fill in the defaults.
+
+    :raises rlcore.ConfigError: naming the bad key and what it accepts.
+    """
+    opts = SACOptions(**validate_options("algo", SACOptions, {k: v for k, v in config.items() if k != "name"}))
+    if opts.log_std_min >= opts.log_std_max:
+        raise ConfigError(f"algo.log_std_min: expected less than algo.log_std_max ({opts.log_std_max}), got {opts.log_std_min}")
+    return opts
+
+
+def build_loss(config: Mapping[str, Any], observation_space: Any, action_space: Any, device: str | torch.device = "cpu") -> SACLoss:
+    """The SAC loss module for an env's spaces (see :func:`rl_plugin_sac.build_sac`)."""
+    from gymnasium import spaces
+
+    opts = parse_options(config)
+    if not isinstance(action_space, spaces.Box) or len(action_space.shape) != 1:
+        raise ConfigError(f"algo.name: sac needs a one-dimensional Box action space, the env has {action_space}")
+    if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
+        raise ConfigError(f"algo.name: sac squashes actions into the action space's bounds, which must be finite; the env has {action_space}")
+    if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
+        raise ConfigError(f"algo.name: sac needs a one-dimensional Box observation space, the env has {observation_space}")
+    obs_dim, action_dim = int(observation_space.shape[0]), int(action_space.shape[0])
+    actor = Actor(obs_dim, action_dim, opts.hidden_sizes, opts.activation, opts.log_std_min, opts.log_std_max)
+    critic = TwinQ(obs_dim, action_dim, opts.hidden_sizes, opts.activation)
+    return SACLoss(
+        actor,
+        critic,
+        action_space,
+        gamma=opts.gamma,
+        init_alpha=opts.init_alpha,
+        learn_alpha=opts.learn_alpha,
+        target_entropy=opts.target_entropy,
+        n_step=opts.n_step,
+        init_random_frames=opts.init_random_frames or 0,
+    ).to(device)

@@ -1,0 +1,145 @@
+"""The SAC loss module, top to bottom.
+
+For a sample of transitions ``(s, a, r, s', terminated)`` from the replay buffer (actions in the
+env's bounds, rescaled to ``[-1, 1]`` for the critics; ``m`` steps for n-step transitions),
+``alpha = exp(log_alpha)`` taken as a constant::
+
+    a~, log pi(a~|s)    = actor.sample(s)                               reparameterised
+    a'~, log pi(a'~|s') = actor.sample(s')                              no gradient
+    y          = r + gamma**m * (1 - terminated) * (min_i Q'_i(s', a'~) - alpha * log pi(a'~|s'))
+    loss_qvalue = 0.5 * sum_i mean (Q_i(s, a) - y)^2                     the twin critics
+    loss_actor  = mean (alpha * log pi(a~|s) - min_i Q_i(s, a~))        critics' weights detached
+    loss_alpha  = -mean log_alpha * (log pi(a~|s) + target_entropy)     log pi detached
+
+The three losses have disjoint gradients (each reaches only its own parameters), so one
+optimizer step on their sum equals three separate steps of the same optimizer, as TorchRL's SAC
+does: all three from the same parameters. ``Q'`` are the target critics, moved towards the
+critics by the ``target_updater`` hook (:meth:`SACLoss.target_networks`). With a prioritized
+buffer the critics' squared errors are weighted by the importance weights, and the larger of
+the two ``|y - Q_i|`` goes back as each item's priority.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from rl_plugin_replay import PRIORITY_KEY, STEPS_KEY, WEIGHT_KEY, FusedAdamStep, RandomWarmup, flush_denormal, make_target
+from rlcore import hookimpl
+from tensordict import TensorDict, TensorDictBase
+from torch import nn
+
+from ._networks import Actor, SACPolicy, TwinQ
+
+
+class SACLoss(nn.Module):
+    """SAC's three losses over replay samples.
+
+    :param actor: the tanh-Gaussian actor.
+    :param critic: the twin critics.
+    :param action_space: the single env's ``Box`` action space.
+    :param gamma: the discount.
+    :param init_alpha: the initial entropy temperature.
+    :param learn_alpha: learn the temperature (else it stays ``init_alpha``).
+    :param target_entropy: the entropy the temperature aims at; default ``-action_dim``.
+    :param n_step: steps of the n-step transitions (read by the replay hook).
+    :param init_random_frames: random actions and no learning for this many frames (read by the replay hook).
+    """
+
+    def __init__(
+        self,
+        actor: Actor,
+        critic: TwinQ,
+        action_space: Any,
+        *,
+        gamma: float = 0.99,
+        init_alpha: float = 1.0,
+        learn_alpha: bool = True,
+        target_entropy: float | None = None,
+        n_step: int = 1,
+        init_random_frames: int = 0,
+    ) -> None:
+        super().__init__()
+        low = torch.as_tensor(action_space.low, dtype=torch.float32)
+        high = torch.as_tensor(action_space.high, dtype=torch.float32)
+        self.actor = actor
+        self.critic = critic
+        self.target_critic = make_target(critic)
+        self.policy = RandomWarmup(SACPolicy(actor, low, high), action_space, init_random_frames)
+        self.log_alpha = nn.Parameter(torch.tensor(math.log(init_alpha)), requires_grad=learn_alpha)
+        self.target_entropy = float(-low.numel() if target_entropy is None else target_entropy)
+        self.gamma = gamma
+        self.n_step = n_step
+        self.init_random_frames = init_random_frames
+        self.optimizer_step = FusedAdamStep()
+        self.register_buffer("center", (high + low) / 2, persistent=False)
+        self.register_buffer("half_range", (high - low) / 2, persistent=False)
+
+    def target_networks(self) -> list[tuple[nn.Module, nn.Module]]:
+        """``(critic, target_critic)``, for the ``target_updater`` hook."""
+        return [(self.critic, self.target_critic)]
+
+    def forward(self, batch: TensorDictBase) -> TensorDict:
+        """The critic, actor and temperature losses of a replay sample.
+
+        :return: ``loss_qvalue``, ``loss_actor``, ``loss_alpha``, and ``alpha``, ``entropy``, ``q_value``,
+            ``td_error`` to log.
+        """
+        obs = batch.get("observation")
+        action = (batch.get("action") - self.center) / self.half_range  # env bounds -> [-1, 1]
+        alpha = self.log_alpha.detach().exp()
+
+        # the critics' target, from the target critics and a fresh action at s'
+        with torch.no_grad():
+            next_obs = batch.get(("next", "observation"))
+            next_action, next_log_pi = self.actor.sample(next_obs)
+            next_q = self.target_critic.forward(next_obs, next_action).amin(0)  # [B, 1]
+            steps = batch.get(STEPS_KEY, None)
+            discount = self.gamma if steps is None else self.gamma ** steps.reshape(next_q.shape)
+            bootstrap = torch.where(batch.get(("next", "terminated")).reshape(next_q.shape), 0.0, discount)
+            target = torch.addcmul(batch.get(("next", "reward")).reshape(next_q.shape), bootstrap, next_q - alpha * next_log_pi)
+
+        # the twin critics
+        q = self.critic.forward(obs, action)  # [2, B, 1]
+        error = q - target
+        weight = batch.get(WEIGHT_KEY, None)
+        squared = error.pow(2) if weight is None else error.pow(2) * weight.reshape(1, -1, 1)
+        loss_qvalue = 0.5 * squared.mean((1, 2)).sum()
+
+        # the actor, through the critics' (detached) weights
+        pi_action, log_pi = self.actor.sample(obs)
+        q_pi = self.critic.forward(obs, pi_action, self.critic.detached()).amin(0)
+        loss_actor = (alpha * log_pi - q_pi).mean()
+
+        # the temperature
+        loss_alpha = -(self.log_alpha * (log_pi.detach() + self.target_entropy)).mean()
+
+        td_error = error.detach().abs().amax(0)  # [B, 1]
+        batch.set(PRIORITY_KEY, td_error.reshape(-1))
+        return TensorDict(
+            {
+                "loss_qvalue": loss_qvalue,
+                "loss_actor": loss_actor,
+                "loss_alpha": loss_alpha,
+                "alpha": alpha,
+                "entropy": -log_pi.detach().mean(),
+                "q_value": q.detach().mean(),
+                "td_error": td_error.mean(),
+            },
+            batch_size=[],
+        )
+
+    @hookimpl
+    def rl_optimizer(self, trainer: Any, losses: TensorDictBase) -> dict[str, Any] | None:
+        """The kernel's optimizer step, with fused Adam called directly (``rl_plugin_replay.FusedAdamStep``)."""
+        return self.optimizer_step(trainer, losses)
+
+    @hookimpl
+    def rl_setup(self) -> None:
+        """Flush denormal floats to zero while training (``rl_plugin_replay.flush_denormal``)."""
+        flush_denormal(True)
+
+    @hookimpl
+    def rl_shutdown(self) -> None:
+        flush_denormal(False)

@@ -1,0 +1,154 @@
+"""SAC's networks: a tanh-squashed Gaussian actor and twin critics computed as one batched module."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+from tensordict import TensorDictBase
+from tensordict.nn import InteractionType, TensorDictModuleBase, interaction_type
+from torch import nn
+
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "relu": F.relu,
+    "tanh": torch.tanh,
+    "elu": F.elu,
+    "gelu": F.gelu,
+    "silu": F.silu,
+    "leaky_relu": F.leaky_relu,
+}
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+_LOG_2 = math.log(2.0)
+
+
+def _uniform(shape: Sequence[int], fan_in: int) -> nn.Parameter:
+    """``torch.nn.Linear``'s initialisation: uniform in ``+-1/sqrt(fan_in)``."""
+    bound = 1 / math.sqrt(fan_in)
+    return nn.Parameter(torch.empty(*shape).uniform_(-bound, bound))
+
+
+class Actor(nn.Module):
+    """``obs -> hidden_sizes -> (mean, log_std)`` per action dimension; actions are ``tanh(mean + std * noise)``.
+
+    :param obs_dim: size of an observation.
+    :param action_dim: size of an action.
+    :param hidden_sizes: hidden layer widths.
+    :param activation: a name of :data:`ACTIVATIONS`.
+    :param log_std_min: lower clamp of the log standard deviation.
+    :param log_std_max: upper clamp of the log standard deviation.
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_dim: int,
+        hidden_sizes: Sequence[int],
+        activation: str = "relu",
+        log_std_min: float = -20.0,
+        log_std_max: float = 2.0,
+    ) -> None:
+        super().__init__()
+        sizes = [obs_dim, *hidden_sizes, 2 * action_dim]
+        self.layers = [(f"weight{i}", f"bias{i}") for i in range(len(sizes) - 1)]
+        for i, (weight, bias) in enumerate(self.layers):
+            self.register_parameter(weight, _uniform((sizes[i], sizes[i + 1]), sizes[i]))
+            self.register_parameter(bias, _uniform((sizes[i + 1],), sizes[i]))
+        self.activation = ACTIVATIONS[activation]
+        self.log_std_min, self.log_std_max = log_std_min, log_std_max
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(mean, log_std)``, each ``[B, action_dim]``, of observations ``[B, obs_dim]``."""
+        h = obs
+        params = self._parameters
+        last = len(self.layers) - 1
+        for i, (weight, bias) in enumerate(self.layers):
+            h = torch.addmm(params[bias], h, params[weight])
+            if i < last:
+                h = self.activation(h)
+        mean, log_std = h.chunk(2, dim=-1)
+        return mean, log_std.clamp(self.log_std_min, self.log_std_max)
+
+    def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A reparameterised action in ``[-1, 1]`` and its log-probability ``[B, 1]``.
+
+        ``u = mean + std * noise``, ``a = tanh(u)``,
+        ``log pi(a|s) = log N(u; mean, std) - sum log(1 - tanh(u)^2)``, with
+        ``log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u))`` (exact and stable).
+        """
+        mean, log_std = self.forward(obs)
+        noise = torch.randn_like(mean)
+        u = mean + log_std.exp() * noise
+        log_prob = (-0.5 * noise.pow(2) - log_std - _LOG_SQRT_2PI - 2 * (_LOG_2 - u - F.softplus(-2 * u))).sum(-1, keepdim=True)
+        return torch.tanh(u), log_prob
+
+
+class TwinQ(nn.Module):
+    """Two critics ``Q_i(s, a)``, ``[obs, action] -> hidden_sizes -> 1``, computed together as batched matrix products.
+
+    Each layer holds both critics' weights ``[2, in, out]``: one ``torch.baddbmm`` computes the layer for both.
+
+    :param obs_dim: size of an observation.
+    :param action_dim: size of an action.
+    :param hidden_sizes: hidden layer widths of each critic.
+    :param activation: a name of :data:`ACTIVATIONS`.
+    """
+
+    def __init__(self, obs_dim: int, action_dim: int, hidden_sizes: Sequence[int], activation: str = "relu") -> None:
+        super().__init__()
+        sizes = [obs_dim + action_dim, *hidden_sizes, 1]
+        self.layers = [(f"weight{i}", f"bias{i}") for i in range(len(sizes) - 1)]
+        for i, (weight, bias) in enumerate(self.layers):
+            self.register_parameter(weight, _uniform((2, sizes[i], sizes[i + 1]), sizes[i]))
+            self.register_parameter(bias, _uniform((2, 1, sizes[i + 1]), sizes[i]))
+        self.activation = ACTIVATIONS[activation]
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor, params: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
+        """``[Q_1(s, a), Q_2(s, a)]`` as ``[2, B, 1]``.
+
+        :param obs: observations ``[B, obs_dim]``.
+        :param action: actions in ``[-1, 1]``, ``[B, action_dim]``.
+        :param params: weights to use instead of the module's own (e.g. detached ones).
+        """
+        if params is None:
+            params = self._parameters or self._buffers  # a target copy holds its weights as buffers
+        x = torch.cat([obs, action], dim=-1)
+        h = x.unsqueeze(0).expand(2, *x.shape)
+        last = len(self.layers) - 1
+        for i, (weight, bias) in enumerate(self.layers):
+            h = torch.baddbmm(params[bias], h, params[weight])
+            if i < last:
+                h = self.activation(h)
+        return h
+
+    def detached(self) -> dict[str, torch.Tensor]:
+        """The module's weights, cut from the autograd graph (gradients reach the inputs, not the critics)."""
+        return {name: p.detach() for name, p in self._parameters.items() if p is not None}
+
+
+class SACPolicy(TensorDictModuleBase):
+    """Acts with the actor: samples under ``InteractionType.RANDOM``, ``tanh(mean)`` otherwise; ``action`` in the env's bounds.
+
+    :param actor: the actor.
+    :param low: the action space's lower bounds.
+    :param high: the action space's upper bounds.
+    """
+
+    in_keys = ["observation"]
+    out_keys = ["action"]
+
+    def __init__(self, actor: Actor, low: torch.Tensor, high: torch.Tensor) -> None:
+        super().__init__()
+        self.actor = actor
+        self.register_buffer("center", (high + low) / 2, persistent=False)
+        self.register_buffer("half_range", (high - low) / 2, persistent=False)
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        obs = tensordict.get("observation")
+        if interaction_type() == InteractionType.RANDOM:
+            unit, _ = self.actor.sample(obs)
+        else:
+            unit = torch.tanh(self.actor.forward(obs)[0])
+        tensordict.set("action", torch.addcmul(self.center, unit, self.half_range))
+        return tensordict

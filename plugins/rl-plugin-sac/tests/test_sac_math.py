@@ -1,0 +1,143 @@
+"""SAC's networks and losses against references and hand-computed cases."""
+
+from __future__ import annotations
+
+import math
+
+import gymnasium
+import pytest
+import torch
+from tensordict import TensorDict
+from tensordict.nn import InteractionType, set_interaction_type
+from torch.distributions import Normal, TanhTransform, TransformedDistribution
+
+import rl_plugin_sac
+
+OBS = gymnasium.spaces.Box(-10, 10, (3,))
+ACTIONS = gymnasium.spaces.Box(-2.0, 2.0, (2,))
+
+
+def sac(**options):
+    torch.manual_seed(0)
+    return rl_plugin_sac.build_sac({"hidden_sizes": [16, 16], **options}, OBS, ACTIONS)
+
+
+def batch(n: int = 8, terminated: bool = False) -> TensorDict:
+    torch.manual_seed(1)
+    return TensorDict(
+        {
+            "observation": torch.randn(n, 3),
+            "action": torch.rand(n, 2) * 4 - 2,
+            "next": {"observation": torch.randn(n, 3), "reward": torch.randn(n, 1), "terminated": torch.full((n, 1), terminated)},
+        },
+        batch_size=[n],
+    )
+
+
+def test_tanh_gaussian_log_prob_matches_torch_distributions():
+    loss = sac()
+    obs = torch.randn(1000, 3)
+    torch.manual_seed(3)
+    action, log_prob = loss.actor.sample(obs)
+    mean, log_std = loss.actor(obs)
+    torch.manual_seed(3)
+    u = mean + log_std.exp() * torch.randn_like(mean)  # the same draw
+    reference = TransformedDistribution(Normal(mean, log_std.exp()), [TanhTransform()])
+    assert torch.allclose(action, torch.tanh(u))
+    assert torch.allclose(log_prob.squeeze(-1), reference.log_prob(torch.tanh(u)).sum(-1), atol=1e-3)
+
+
+def test_twin_critics_are_two_independent_mlps():
+    critic = sac().critic
+    obs, action = torch.randn(5, 3), torch.rand(5, 2)
+    q = critic(obs, action)
+    assert q.shape == (2, 5, 1)
+    for i in range(2):
+        h = torch.cat([obs, action], -1)
+        for layer, (weight, bias) in enumerate(critic.layers):
+            h = h @ getattr(critic, weight)[i] + getattr(critic, bias)[i]
+            if layer < len(critic.layers) - 1:
+                h = torch.relu(h)
+        assert torch.allclose(q[i], h, atol=1e-6)
+    assert not torch.allclose(q[0], q[1])
+
+
+def constant_networks(loss, q1: float, q2: float, target_q: float):
+    """Critics that output constants, an actor whose action is tanh(0) = 0 with log-std -20."""
+    with torch.no_grad():
+        for net in (loss.critic, loss.target_critic):
+            for weight, bias in net.layers:
+                getattr(net, weight).zero_()
+                getattr(net, bias).zero_()
+        last_bias = loss.critic.layers[-1][1]
+        getattr(loss.critic, last_bias)[0].fill_(q1)
+        getattr(loss.critic, last_bias)[1].fill_(q2)
+        getattr(loss.target_critic, loss.target_critic.layers[-1][1]).fill_(target_q)
+        weight, bias = loss.actor.layers[-1]
+        getattr(loss.actor, weight).zero_()
+        getattr(loss.actor, bias).copy_(torch.tensor([0.0, 0.0, -20.0, -20.0]))
+
+
+def test_losses_by_hand():
+    loss = sac(init_alpha=0.5, gamma=0.9)
+    constant_networks(loss, q1=1.0, q2=3.0, target_q=2.0)
+    data = batch()
+    torch.manual_seed(7)
+    out = loss(data)
+    torch.manual_seed(7)  # the loss draws the noise of the actions at s', then at s
+    noise_next, noise = torch.randn(8, 2), torch.randn(8, 2)
+
+    # u = 0 + e^-20 * noise: a = tanh(u) = 0 (tanh's Jacobian is 1 there) and log pi = sum(-noise^2 / 2 + 20 - log sqrt(2 pi))
+    def log_pi(n):
+        return (-0.5 * n.pow(2) + 20 - 0.5 * math.log(2 * math.pi)).sum(-1, keepdim=True)
+
+    target = data["next", "reward"] + 0.9 * (2.0 - 0.5 * log_pi(noise_next))
+    expected_q = 0.5 * (((1.0 - target) ** 2).mean() + ((3.0 - target) ** 2).mean())
+    assert out["loss_qvalue"].item() == pytest.approx(expected_q.item(), rel=1e-4)
+    assert out["loss_actor"].item() == pytest.approx((0.5 * log_pi(noise) - 1.0).mean().item(), rel=1e-4)  # min(Q1, Q2) = 1
+    assert out["loss_alpha"].item() == pytest.approx((-math.log(0.5) * (log_pi(noise) - 2)).mean().item(), rel=1e-4)  # target entropy -2
+    assert out["alpha"].item() == pytest.approx(0.5) and out["q_value"].item() == pytest.approx(2.0)
+    td_error = torch.maximum((target - 1.0).abs(), (target - 3.0).abs()).squeeze(-1)
+    assert torch.allclose(data["td_error"], td_error, rtol=1e-4)
+    done = batch(terminated=True)  # no bootstrap: y = r
+    expected_done = 0.5 * (((1.0 - done["next", "reward"]) ** 2).mean() + ((3.0 - done["next", "reward"]) ** 2).mean())
+    assert loss(done)["loss_qvalue"].item() == pytest.approx(expected_done.item(), rel=1e-4)
+
+
+def test_each_loss_reaches_only_its_own_parameters():
+    loss = sac()
+    groups = {
+        "loss_qvalue": set(loss.critic.parameters()),
+        "loss_actor": set(loss.actor.parameters()),
+        "loss_alpha": {loss.log_alpha},
+    }
+    for key, own in groups.items():
+        loss.zero_grad(set_to_none=True)
+        loss(batch())[key].backward()
+        reached = {p for p in loss.parameters() if p.grad is not None and p.grad.abs().sum() > 0}
+        assert reached == own, key
+    assert not list(loss.target_critic.parameters())
+
+
+def test_importance_weights_scale_the_critic_loss():
+    loss = sac()
+    data = batch()
+    torch.manual_seed(0)
+    plain = loss(data.clone())["loss_qvalue"]
+    weighted = data.clone()
+    weighted.set("_weight", torch.full((8,), 0.5))
+    torch.manual_seed(0)
+    assert loss(weighted)["loss_qvalue"].item() == pytest.approx(0.5 * plain.item(), rel=1e-5)
+
+
+def test_policy_acts_in_the_bounds_deterministically_when_asked():
+    loss = sac(init_random_frames=0)
+    obs = TensorDict({"observation": torch.randn(64, 3)}, batch_size=[64])
+    with set_interaction_type(InteractionType.DETERMINISTIC):
+        a, b = loss.policy(obs.clone())["action"], loss.policy(obs.clone())["action"]
+    assert torch.equal(a, b)
+    mean = loss.actor(obs["observation"])[0]
+    assert torch.allclose(a, 2 * torch.tanh(mean))  # bounds [-2, 2]
+    with set_interaction_type(InteractionType.RANDOM):
+        sampled = loss.policy(obs.clone())["action"]
+    assert not torch.equal(sampled, a) and sampled.abs().max() <= 2

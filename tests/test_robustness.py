@@ -1,0 +1,300 @@
+"""Runs you can trust (issue #13): each case first reproduces what a careless or hostile user did, then checks
+that rl-core refuses it in one line with exit 2, or survives it, and that nothing of the user's is lost."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+import rlcore
+import torch
+import yaml
+from rlcore._cli import main
+
+pg = pytest.importorskip("rl_plugin_pg")
+QUIET = ["--no-plugin", "broken", "--no-plugin", "badhook", "--no-plugin", "badsig"]  # the test plugins broken on purpose
+TOY = [*QUIET, "train", "--algo", "toy", "--seed", "1", "--set", "loggers.console=null"]
+PPO = ["train", "--algo", "ppo", "--seed", "1", "--frames", "512", "--set", "loggers.console=null"]
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    """Run ``rlctl`` in this process: its exit code and what it printed on stderr (stdout is in ``OUT``)."""
+    with pytest.raises(SystemExit) as exited:
+        main(list(argv))
+    captured = capsys.readouterr()
+    OUT[:] = [captured.out]
+    return int(exited.value.code), captured.err
+
+
+OUT = [""]
+
+
+def snapshot(directory: Path) -> dict[str, str]:
+    """Every file under ``directory`` with a digest of its bytes."""
+    return {str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def rows(run: Path) -> list[dict[str, str]]:
+    with open(run / "metrics.csv", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+# ----------------------------------------------------------------------------------- run directories
+
+
+def test_a_second_run_on_a_running_run_is_refused_naming_the_holder(with_plugins, toy_pm, tmp_path, capsys):
+    run = tmp_path / "run"
+    trainer = rlcore.build_trainer({"algo": {"name": "toy"}}, run_dir=run, plugin_manager=toy_pm)  # holds the directory
+    before = snapshot(run)
+    code, err = cli(capsys, *TOY, "--resume", str(run))
+    assert code == 2
+    assert re.fullmatch(rf"rlctl: error: {re.escape(str(run))}: in use by another run \(pid {os.getpid()} on \S+ since [-\d: ]+\)\n", err)
+    code, err = cli(capsys, *TOY, "--out", str(run))
+    assert code == 2 and err == f"rlctl: error: {run}: already holds a run; --resume it, or start it afresh with --force\n"
+    assert snapshot(run) == before
+    trainer.train()  # releases it when it ends
+    code, _ = cli(capsys, *TOY, "--resume", str(run), "--frames", "320")
+    assert code == 0 and rows(run)[-1]["frames"] == "320"
+
+
+def test_out_into_an_existing_run_needs_resume_or_force(with_plugins, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert cli(capsys, *TOY, "--frames", "128", "--out", str(run))[0] == 0
+    before = snapshot(run)
+    code, err = cli(capsys, *TOY, "--frames", "128", "--out", str(run))
+    assert code == 2 and "already holds a run" in err and snapshot(run) == before
+    assert cli(capsys, *TOY, "--frames", "64", "--out", str(run), "--force")[0] == 0
+    assert yaml.safe_load((run / "config.yaml").read_text())["trainer"]["total_frames"] == 64
+    assert max(int(r["frames"]) for r in rows(run)) == 64  # the earlier run's metrics are gone, not appended to
+    assert [p.name for p in (run / "checkpoints").iterdir()] == ["ckpt-000000000064.pt"]
+
+
+def test_out_must_be_a_fresh_or_own_run_directory(with_plugins, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / "config.yaml"
+    mine.write_text("algo: {name: toy}\ntrainer: {total_frames: 64}\n")
+    before = snapshot(tmp_path)
+    code, err = cli(capsys, *QUIET, "train", str(mine), "--out", "")
+    assert (code, err) == (2, "rlctl: error: --out: expected a directory, got ''\n")
+    code, err = cli(capsys, *QUIET, "train", str(mine), "--out", ".")
+    assert (code, err) == (2, "rlctl: error: .: exists and is not an rl-core run directory; choose a new or empty one\n")
+    code, err = cli(capsys, *QUIET, "train", str(mine), "--out", str(mine))
+    assert code == 2 and "is a file" in err
+    assert snapshot(tmp_path) == before
+
+
+def test_every_file_of_a_run_stays_inside_it(with_plugins, tmp_path, capsys):
+    outside = tmp_path / "x.csv"
+    code, err = cli(capsys, *TOY, "--out", str(tmp_path / "a" / "b"), "--set", "loggers.csv.filename=../../x.csv")
+    assert (code, err) == (2, "rlctl: error: loggers.csv.filename: expected a relative path inside the run directory, got '../../x.csv'\n")
+    assert not outside.exists() and not (tmp_path / "a").exists()
+    code, _ = cli(capsys, *TOY, "--frames", "64", "--out", str(tmp_path / "c"), "--set", "loggers.csv.filename=logs/m.csv")
+    assert code == 0 and (tmp_path / "c" / "logs" / "m.csv").is_file()
+
+
+def test_a_failed_resume_leaves_the_run_exactly_as_it_was(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert cli(capsys, *PPO, "--out", str(run))[0] == 0
+    before = snapshot(run)
+    code, err = cli(capsys, "train", "--resume", str(run), "--set", "algo.hidden_sizes=[128,128]")
+    assert code == 2 and err.startswith("rlctl: error: --resume: the checkpoint does not fit this config (") and err.count("\n") == 1
+    code, err = cli(capsys, "train", "--resume", str(run), "--algo", "a2c")
+    assert (code, err) == (2, f"rlctl: error: algo.name: the run in {run} trains 'ppo'; resuming it with 'a2c' is refused\n")
+    assert snapshot(run) == before
+    code, err = cli(capsys, "train", "--resume", str(run), "--frames", "768")
+    assert code == 0 and "resumed from" in err and rows(run)[-1]["frames"] == "768"
+
+
+# ----------------------------------------------------------------------------------- hostile plugins
+
+
+@pytest.mark.parametrize(
+    ("hostile", "plugin", "status"),
+    [
+        ("str", "hostile-str", "error: rl_register_loggers returned a str, expected a dict of name -> factory"),
+        ("noncallable", "hostile-noncallable", "error: rl_register_hooks entry 'noncallable' is int, expected a callable factory under a string name"),
+        ("raises", "hostile-raises", "error: rl_register_env_wrappers failed: RuntimeError: the registry exploded"),
+    ],
+)
+def test_a_broken_registry_shows_in_the_listing_and_breaks_nothing_else(with_plugins, tmp_path, capsys, monkeypatch, hostile, plugin, status):
+    import json
+
+    monkeypatch.setenv("HOSTILE", hostile)
+    code, _ = cli(capsys, "plugins", "list", "--json")
+    listing = {p["name"]: p for p in json.loads(OUT[0])}
+    assert code == 0 and listing[plugin]["status"] == status
+    assert listing["hookrecorder"]["status"] == "ok"
+    code, err = cli(capsys, *TOY, "--frames", "64", "--out", str(tmp_path / "run"))
+    assert code == 0, err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("hostile", "message"),
+    [
+        ("log", "training failed: TypeError: plugin 'hostile-log' returned a str from rl_post_steps_log; expected a Mapping or None"),
+        ("data", "training failed: TypeError: plugin 'hostile-data' returned a list from rl_batch_process; expected a TensorDictBase or None"),
+        ("loop", "training failed: plugin 'hostile-loop' (rl-plugin-hostile) at rl_post_optim: ZeroDivisionError: the plugin divided by zero"),
+    ],
+)
+def test_a_plugin_breaking_the_loop_is_named_and_the_run_keeps_what_it_had(with_plugins, tmp_path, capsys, monkeypatch, hostile, message):
+    monkeypatch.setenv("HOSTILE", hostile)
+    monkeypatch.setenv("RLCORE_TRACEBACK", "0")
+    run = tmp_path / "run"
+    code, err = cli(capsys, *TOY, "--out", str(run), "--set", "trainer.save_trainer_interval=64")
+    assert code == 1 and err.splitlines()[-1] == f"rlctl: error: {message}"
+    if hostile == "loop":  # it raised in the second batch: the first one's checkpoint and metrics are there
+        assert [p.name for p in (run / "checkpoints").iterdir()] == ["ckpt-000000000064.pt"]
+        assert {r["frames"] for r in rows(run)} == {"64", "128"}
+
+
+# ----------------------------------------------------------------------------------- values
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--set", "env.num_envs=0"], "env.num_envs: expected an integer >= 1, got 0"),
+        (["--set", "collector.frames_per_batch=0"], "collector.frames_per_batch: expected an integer >= 1, got 0"),
+        (["--set", "collector.frames_per_batch=100"], "collector.frames_per_batch: 100 is not a multiple of env.num_envs=8"),
+        (["--set", "checkpoint.keep_last=0"], "checkpoint.keep_last: expected an integer >= 1, got 0"),
+        (["--set", "optim.lr=-1"], "optim.lr: expected a number > 0, got -1"),
+        (["--set", "optim.lr=.inf"], "optim.lr: expected a number > 0, got inf"),
+        (["--set", "algo.gamma=.nan"], "algo.gamma: expected a number > 0 and <= 1, got nan"),
+        (["--set", "algo.epochs=0"], "algo.epochs: expected an integer >= 1, got 0"),
+        (["--set", "trainer.frame_skip=0"], "trainer.frame_skip: expected an integer >= 1, got 0"),
+        (["--frames", "-5"], "trainer.total_frames: expected an integer >= 1, got -5"),
+        (["--set", "trainer.device=bogus"], "trainer.device: unknown device 'bogus' (valid choices: cpu)"),
+        (["--set", "trainer.device=cuda:7"], "trainer.device: 'cuda:7' is not available on this machine (valid choices: cpu)"),
+        (["--set", "env.kwargs.gravity=3"], "env.kwargs.gravity: CartPole-v1 takes no such argument (valid choices: sutton_barto_reward, render_mode, "
+         "max_episode_steps, disable_env_checker)"),
+        (["--env", "CartPol-v1"], "env.id: unknown env 'CartPol-v1' (neither a Gymnasium id nor a registered env; did you mean CartPole-v0, CartPole-v1?)"),
+    ],
+)
+def test_bad_values_are_one_line_exit_2_and_leave_no_run_folder(tmp_path, capsys, args, message):
+    if "cuda" in message and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    run = tmp_path / "run"
+    code, err = cli(capsys, "train", "--algo", "ppo", "--out", str(run), *args)
+    assert (code, err) == (2, f"rlctl: error: {message}\n")
+    assert not run.exists()
+
+
+def test_ckpt_backend_variable_is_named(with_plugins, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CKPT_BACKEND", "bogus")
+    code, err = cli(capsys, *TOY, "--out", str(tmp_path / "run"))
+    assert code == 2 and err.startswith("rlctl: error: CKPT_BACKEND: unknown checkpoint backend 'bogus' (valid choices: torch")
+
+
+def test_each_command_words_its_own_failure(with_plugins, toy_pm, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RLCORE_TRACEBACK", "0")
+    run = tmp_path / "run"
+    assert cli(capsys, *TOY, "--frames", "64", "--out", str(run))[0] == 0
+    backend = toy_pm.factory("checkpoint_backends", "torch")(directory=run / "checkpoints", keep_last=3)
+    backend.save({"counters": {"collected_frames": 128}}, 128)  # a checkpoint without a model
+    code, err = cli(capsys, *QUIET, "eval", str(run), "--episodes", "1")
+    assert code == 1 and err.splitlines()[-1] == "rlctl: error: evaluation failed: KeyError: 'loss_module'"
+    code, err = cli(capsys, *QUIET, "eval", str(run), "--episodes", "0")
+    assert code == 2 and "Invalid value for '--episodes'" in err
+
+
+# ----------------------------------------------------------------------------------- checkpoints and metrics
+
+
+def corrupt_tensor_bytes(checkpoint: Path) -> None:
+    """Overwrite the bytes of the biggest tensor inside a torch checkpoint, leaving the zip archive valid."""
+    with zipfile.ZipFile(checkpoint) as archive:
+        infos = archive.infolist()
+        data = {info.filename: archive.read(info.filename) for info in infos}
+    biggest = max((name for name in data if "/data/" in name), key=lambda name: len(data[name]))
+    data[biggest] = b"\xff" * len(data[biggest])  # NaN as float32
+    with zipfile.ZipFile(checkpoint, "w", compression=zipfile.ZIP_STORED) as archive:
+        for info in infos:
+            archive.writestr(info, data[info.filename])
+
+
+def test_a_corrupted_checkpoint_is_skipped_for_the_previous_good_one(with_plugins, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert cli(capsys, *TOY, "--out", str(run), "--set", "trainer.save_trainer_interval=64")[0] == 0
+    newest = run / "checkpoints" / "ckpt-000000000256.pt"
+    corrupt_tensor_bytes(newest)
+    code, err = cli(capsys, *QUIET, "eval", str(run), "--episodes", "1")
+    assert code == 0
+    assert f"rlctl: warning: skipping unreadable checkpoint {newest}: {newest} is corrupted: its content does not match its checksum" in err
+    assert '"checkpoint": "' + str(run / "checkpoints" / "ckpt-000000000192.pt") in OUT[0]
+
+
+def test_non_finite_weights_are_refused_at_save_naming_the_key(toy_pm, tmp_path):
+    trainer = rlcore.build_trainer({"algo": {"name": "toy"}, "trainer": {"save_trainer_interval": 64}}, run_dir=tmp_path, plugin_manager=toy_pm)
+
+    class Diverge:
+        @rlcore.hookimpl
+        def rl_post_steps(self, trainer):
+            if trainer.collected_frames >= 128:
+                with torch.no_grad():
+                    trainer.loss_module.policy.net.weight[0, 0] = float("nan")
+
+    trainer.register_plugin(Diverge())
+    with pytest.raises(FloatingPointError, match=r"not checkpointing loss_module\.policy\.net\.weight: it holds NaN"):
+        trainer.train()
+    assert [p.name for p in trainer.checkpoint.checkpoints()] == ["ckpt-000000000064.pt"]
+
+
+def test_stale_temporaries_are_removed_at_the_next_save(toy_pm, tmp_path):
+    directory = tmp_path / "checkpoints"
+    directory.mkdir()
+    stale = directory / ".tmp-ckpt-000000000064.pt-12345"
+    stale.write_bytes(b"\0" * 1000)
+    backend = toy_pm.factory("checkpoint_backends", "torch")(directory=directory, keep_last=3)
+    backend.save({"x": torch.zeros(3)}, 128)
+    assert sorted(p.name for p in directory.iterdir()) == ["ckpt-000000000128.pt"]
+
+
+def test_a_damaged_metrics_line_is_reported_and_the_good_rows_kept_on_resume(with_plugins, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert cli(capsys, *TOY, "--frames", "192", "--out", str(run), "--set", "trainer.save_trainer_interval=64")[0] == 0
+    lines = (run / "metrics.csv").read_text().splitlines()
+    lines.insert(3, "12,loss/x,not-a-number")  # a torn line
+    (run / "metrics.csv").write_text("\n".join(lines) + "\n")
+    good = [r for r in rows(run) if r["value"] != "not-a-number"]
+    code, err = cli(capsys, *QUIET, "train", "--resume", str(run), "--frames", "256")
+    assert code == 0
+    assert f"rlctl: warning: {run / 'metrics.csv'} line 4 is damaged and was dropped: '12,loss/x,not-a-number'" in err
+    after = rows(run)
+    assert after[: len(good)] == good and after[-1]["frames"] == "256"
+
+
+# ----------------------------------------------------------------------------------- signals
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_to_the_whole_group_with_async_envs_checkpoints_and_exits_quietly(tmp_path, signum, code):
+    run = tmp_path / "run"
+    argv = ["train", "--algo", "ppo", "--frames", "1e7", "--out", str(run), "--set", "env.vectorization=async", "--set", "env.num_envs=2"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rlcore", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not (run / "metrics.csv").is_file():
+            time.sleep(0.05)
+        time.sleep(1.0)
+        os.killpg(process.pid, signum)  # what a Ctrl-C or a scheduler does: the whole process group
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == code, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    frames = int(err.rsplit("rlctl: ", 1)[1].split(" frames")[0])
+    assert (run / "checkpoints" / f"ckpt-{frames:012d}.pt").is_file()  # the batch it was in, checkpointed
+    assert max(int(r["frames"]) for r in rows(run)) == frames

@@ -1,0 +1,210 @@
+"""rl-core's kit for plugin authors (``rlcore.testing``): the tiny trainer, the hook recorder, and suites that catch bugs."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import rlcore
+from rlcore import TrainerHookBase, hookimpl
+from rlcore.hookspecs import LIFECYCLE_HOOKS, LOOP_HOOKS
+from rlcore.testing import HookRecorder, MemoryLogger, make_trainer
+
+
+def test_the_kit_is_a_pytest_plugin_of_rl_core() -> None:
+    from importlib import metadata
+
+    (entry,) = [ep for ep in metadata.distribution("rl-core").entry_points if ep.group == "pytest11"]
+    assert (entry.name, entry.value) == ("rlcore", "rlcore.testing")
+
+
+def test_rl_trainer_is_a_real_short_run_recorded_hook_by_hook(rl_trainer: rlcore.Trainer, rl_hook_recorder: HookRecorder, rl_logger: MemoryLogger) -> None:
+    assert isinstance(rl_trainer.collector, rlcore.Collector)
+    rl_trainer.train()
+    assert (rl_trainer.collected_frames, rl_trainer.batches, rl_trainer.optim_steps) == (128, 4, 8)
+    step = ["rl_process_optim_batch", "rl_post_loss", "rl_optimizer", "rl_post_optim", "rl_post_optim_log"]
+    batch = ["rl_batch_process", "rl_pre_steps_log", "rl_pre_optim_steps", *step * 2, "rl_post_steps", "rl_post_steps_log"]
+    assert rl_hook_recorder.names() == ["rl_setup", *batch * 4, "rl_shutdown"]
+    assert set(rl_hook_recorder.names()) == set(LOOP_HOOKS + LIFECYCLE_HOOKS) - {"rl_exception"}
+    optimizer = rl_hook_recorder.of("optimizer")[0]
+    assert optimizer.plugins == ("rlcore.trainer",) and set(optimizer["losses"].keys()) == {"loss_objective", "entropy"}
+    assert rl_hook_recorder.of("rl_batch_process")[0]["batch"].batch_size == (2, 16)
+    assert rl_logger.status == "finished"
+    assert rl_logger.steps("loss/objective") == [32, 64, 96, 128]
+    assert rl_trainer.checkpoint is not None and rl_trainer.checkpoint.load()[1]["counters"]["collected_frames"] == 128
+
+
+class Doubler:
+    """A plugin under test: doubles the rewards of each batch and counts optimizer steps."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+
+    @hookimpl
+    def rl_batch_process(self, batch: Any) -> Any:
+        batch["next", "reward"] = batch["next", "reward"] * 2
+
+    @hookimpl
+    def rl_post_optim(self) -> None:
+        self.steps += 1
+
+
+def test_a_plugin_under_test_is_seen_at_its_hook_points(rl_make_trainer: Callable[..., rlcore.Trainer]) -> None:
+    recorder, doubler = HookRecorder(), Doubler()
+    trainer = rl_make_trainer(plugins={"doubler": doubler, "recorder": recorder}, total_frames=64)
+    trainer.train()
+    assert recorder.names(plugin="doubler") == ["rl_batch_process", "rl_post_optim", "rl_post_optim"] * 2
+    for call in recorder.of("batch_process"):  # the result is the batch after every implementation ran
+        assert call.result["next", "reward"].eq(2.0).all()
+    i = recorder.names().index("rl_post_optim")
+    assert recorder.calls[i - 1].name == "rl_optimizer" and "doubler" in recorder.calls[i].plugins
+    assert doubler.steps == trainer.optim_steps == 4
+
+
+class Failing:
+    @hookimpl
+    def rl_post_optim(self) -> None:
+        raise RuntimeError("diverged")
+
+
+def test_the_recorder_records_the_error_and_the_exception_hook(rl_make_trainer: Callable[..., rlcore.Trainer]) -> None:
+    recorder = HookRecorder()
+    trainer = rl_make_trainer(plugins=[recorder, Failing()])
+    with pytest.raises(RuntimeError, match="diverged"):
+        trainer.train()
+    assert recorder.names()[-3:] == ["rl_post_optim", "rl_exception", "rl_shutdown"]
+    assert isinstance(recorder.of("post_optim")[-1].error, RuntimeError)
+    assert isinstance(recorder.of("exception")[0]["exception"], RuntimeError)
+
+
+class Counter(TrainerHookBase):
+    def __init__(self) -> None:
+        self.count = 0
+
+    def register(self, trainer: rlcore.Trainer, name: str) -> None:
+        trainer.register_op("post_steps", self.step)
+        trainer.register_module(name, self)
+
+    def step(self) -> None:
+        self.count += 1
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"count": self.count}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.count = state_dict["count"]
+
+
+def test_make_trainer_registers_hooks_and_resumes_in_its_run_directory(tmp_path: Path) -> None:
+    first = make_trainer(tmp_path, hooks={"counter": Counter()}, total_frames=96)
+    first.train()
+    resumed_counter = Counter()
+    resumed = make_trainer(tmp_path, hooks={"counter": resumed_counter}, total_frames=160)
+    resumed.load_from_file()
+    assert (resumed.collected_frames, resumed_counter.count) == (96, 3)
+    resumed.train()
+    assert (resumed.collected_frames, resumed_counter.count) == (160, 5)
+
+
+def test_make_trainer_loads_no_installed_plugin_and_frees_their_names(tmp_path: Path) -> None:
+    trainer = make_trainer(tmp_path, checkpoint=False)
+    loaded = {name for name, plugin in trainer.plugin_manager.list_name_plugin() if plugin is not None}
+    assert {info.distribution for info in trainer.plugin_manager.infos.values() if info.name in loaded} <= {"rl-core", ""}
+    trainer.register_plugin(Doubler(), "tensorboard")  # an installed plugin's name: free for the plugin under test
+    assert "tensorboard" in {name for name, _ in trainer.plugin_manager.list_name_plugin()}
+    trainer.collector.shutdown()
+
+
+def test_make_trainer_refuses_an_env_it_cannot_drive(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="discrete actions"):
+        make_trainer(tmp_path, env_id="Pendulum-v1")
+
+
+# ---------------------------------------------------------------------------- the suites catch bugs
+
+BROKEN = '''
+import warnings
+from rlcore import CheckpointBackend, CheckpointError, Logger
+from rlcore.testing import CheckpointBackendConformance, LoggerConformance
+
+
+class ForgetfulLogger(Logger):
+    """Keeps one value per call of log_scalars, and fails when closed twice."""
+
+    def __init__(self, exp_name, log_dir):
+        super().__init__(exp_name, log_dir)
+        self.values, self.closed = {}, False
+
+    def log_scalar(self, name, value, step):
+        self.values.setdefault(name, []).append((step, value))
+
+    def log_scalars(self, values, step):
+        for name, value in list(values.items())[:1]:
+            self.log_scalar(name, value, step)
+
+    def close(self):
+        if self.closed:
+            raise RuntimeError("already closed")
+        self.closed = True
+
+
+class TestForgetfulLogger(LoggerConformance):
+    resume_mode = "new_run"
+
+    def make_logger(self, log_dir):
+        return ForgetfulLogger("run", log_dir)
+
+    def read_back(self, logger):
+        return logger.values
+
+
+class CarelessBackend(CheckpointBackend):
+    """Writes in place (no temporary name), raises ValueError on a damaged file, and keeps every checkpoint."""
+
+    suffix = ".txt"
+
+    def save(self, state, frames):
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / f"ckpt-{frames:012d}{self.suffix}"
+        self.write(state, path)
+        return path
+
+    def write(self, state, path):
+        path.write_text(repr(dict(state)))
+
+    def read(self, path):
+        if not path.is_file():
+            raise CheckpointError(f"{path} is missing")
+        return eval(path.read_text())
+
+
+class TestCarelessBackend(CheckpointBackendConformance):
+    def make_backend(self, directory, keep_last):
+        return CarelessBackend(directory, keep_last)
+'''
+
+
+def test_the_conformance_suites_fail_a_broken_logger_and_backend(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    module = tmp_path / "test_broken_implementations.py"
+    module.write_text(textwrap.dedent(BROKEN), encoding="utf-8")
+    capsys.readouterr()
+    failing = {
+        "TestForgetfulLogger::test_scalars_read_back_at_their_steps",  # a value of a step went missing; close twice raised
+        "TestCarelessBackend::test_a_realistic_state_round_trips",  # repr() cannot hold tensors
+        "TestCarelessBackend::test_load_picks_the_newest_and_keep_last_prunes_the_oldest",  # nothing pruned
+        "TestCarelessBackend::test_a_failed_write_leaves_no_checkpoint_under_a_real_name",  # written in place
+    }
+    passing = {"TestForgetfulLogger::test_resume_from_a_checkpoint", "TestCarelessBackend::test_keep_last_must_be_positive"}
+    select = " or ".join(name.split("::")[1] for name in failing | passing)
+    args = ["-q", "-rf", "-p", "no:cacheprovider", "-p", "no:timeout", "--import-mode=importlib", "--rootdir", str(tmp_path), "-k", select]
+    code = pytest.main([*args, str(module)])
+    output = capsys.readouterr().out
+    assert code == pytest.ExitCode.TESTS_FAILED, output
+    failed = set(re.findall(r"^FAILED \S+::(\w+::\w+)", output, flags=re.M))
+    assert failed == failing, output
+    assert f"{len(failing)} failed, {len(passing)} passed" in output, output
