@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import rlcore
 import torch
+
+import rlcore
 
 
 @dataclass

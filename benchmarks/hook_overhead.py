@@ -15,8 +15,9 @@ import tempfile
 import time
 from typing import Any
 
-import rlcore
 import torch
+
+import rlcore
 from rlcore import hookimpl
 from rlcore.hookspecs import LOOP_HOOKS
 

@@ -14,8 +14,9 @@ import statistics
 import tempfile
 import time
 
-import rlcore
 import torch
+
+import rlcore
 
 VARIANTS = {
     "csv only (peer)": {"csv": {}},

@@ -51,7 +51,8 @@ def run_one(case: Case, seed: int, frames: int | None, extra: tuple[str, ...]) -
 
     torch.set_num_threads(1)
     frames = frames or case.frames
-    overrides = [f"algo.name={case.algo}", f"env.id={case.env}", f"trainer.total_frames={frames}", f"trainer.seed={seed}", *case.overrides, *extra]
+    overrides = [f"algo.name={case.algo}", f"env.id={case.env}", f"trainer.total_frames={frames}", f"trainer.seed={seed}"]
+    overrides += [*case.overrides, *extra]
     trainer, recorder, seconds = train_recorded(overrides)
     evaluation = deterministic_eval(trainer, episodes=10)
     reached, _ = recorder.first_reaching(case.threshold)
@@ -97,7 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         rows = [_run(job) for job in jobs]
 
-    print("| algo | env | seed | frames | eval return (10 episodes, deterministic) | final return (last 20 training episodes) | frames to threshold (training mean) | solved? | seconds |")
+    print(
+        "| algo | env | seed | frames | eval return (10 episodes, deterministic) | final return (last 20 training episodes) "
+        "| frames to threshold (training mean) | solved? | seconds |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for row in rows:
         reached = row["reached"] if row["reached"] is not None else "-"

@@ -136,8 +136,9 @@ class Clock:
 
 def run_rlcore(algo: str, seed: int, frames: int) -> dict[str, Any]:
     """Train rl-core's ``algo`` with the pinned hyperparameters; return frames/s and the seconds to the threshold."""
-    import rlcore
     import torch
+
+    import rlcore
 
     torch.set_num_threads(1)
     if algo == "dqn":
@@ -280,7 +281,12 @@ def run_sb3(algo: str, seed: int, frames: int) -> dict[str, Any]:
             ent_coef=f"auto_{h['init_alpha']}",
             target_update_interval=1,
             target_entropy="auto",
-            policy_kwargs={"net_arch": h["net_arch"], "activation_fn": torch.nn.ReLU, "n_critics": 2, "optimizer_kwargs": {"eps": h["adam_eps"]}},
+            policy_kwargs={
+                "net_arch": h["net_arch"],
+                "activation_fn": torch.nn.ReLU,
+                "n_critics": 2,
+                "optimizer_kwargs": {"eps": h["adam_eps"]},
+            },
             device="cpu",
             seed=seed,
             verbose=0,
@@ -331,7 +337,8 @@ def report(algo: str, rows: list[dict[str, Any]]) -> None:
     fps_ours, fps_theirs = _median([r["fps"] for r in ours]), _median([r["fps"] for r in theirs])
     pairs = [a["fps"] / b["fps"] for a, b in zip(ours, theirs, strict=True)]
     print()
-    print(f"rl-core {algo.upper()}: {fps_ours:.0f} frames/s; Stable-Baselines3 {algo.upper()}: {fps_theirs:.0f} frames/s (medians of {len(ours)} runs)")
+    name = algo.upper()
+    print(f"rl-core {name}: {fps_ours:.0f} frames/s; Stable-Baselines3 {name}: {fps_theirs:.0f} frames/s (medians of {len(ours)} runs)")
     print(f"ratio of medians {fps_ours / fps_theirs:.2f}x; per pair {', '.join(f'{r:.2f}' for r in pairs)}; median {_median(pairs):.2f}x")
     for name, runs in (("rl-core", ours), ("Stable-Baselines3", theirs)):
         reached = [r["to_threshold"] for r in runs if r["to_threshold"] is not None]

@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     for seed in args.seeds:
         a = [r["to_threshold"] for r in ours if r["seed"] == seed and r["to_threshold"] is not None]
         b = [r["to_threshold"] for r in theirs if r["seed"] == seed and r["to_threshold"] is not None]
-        fmt = lambda xs: f"{_mean(xs):.1f} s" if xs else "not reached"  # noqa: E731
+        fmt = lambda xs: f"{_mean(xs):.1f} s" if xs else "not reached"
         print(f"seed {seed}: 475 reached after rl-core {fmt(a)}, Stable-Baselines3 {fmt(b)}")
     for name, runs in (("rl-core", ours), ("Stable-Baselines3", theirs)):
         reached = [r["to_threshold"] for r in runs if r["to_threshold"] is not None]

@@ -48,7 +48,9 @@ def toy_pm(with_plugins: Path) -> rlcore.PluginManager:
     return rlcore.get_plugin_manager(block=["broken", "badhook", "badsig"])
 
 
-def run_rlctl(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_rlctl(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """Run ``rlctl`` in a subprocess, as a user would."""
     return subprocess.run(
         [sys.executable, "-m", "rlcore", *args],

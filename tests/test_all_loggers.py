@@ -10,6 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+
 import rlcore
 
 for module in ("rl_plugin_pg", "rl_plugin_tensorboard", "rl_plugin_mlflow", "rl_plugin_wandb", "rl_plugin_video"):

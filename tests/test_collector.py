@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import rlcore
 import torch
-from rlcore._envs import env_states, load_env_states, make_vector_env
 from tensordict.nn import TensorDictModule
+
+import rlcore
+from rlcore._envs import env_states, load_env_states, make_vector_env
 
 
 def constant_policy(action: int = 0) -> TensorDictModule:

@@ -9,8 +9,9 @@ import sys
 import time
 
 import pytest
-import rlcore
 import yaml
+
+import rlcore
 
 
 def test_defaults_merge_algorithm_defaults_and_overrides(toy_pm):
@@ -149,7 +150,7 @@ def test_signal_finishes_the_batch_checkpoints_and_exits(with_plugins, tmp_path,
     with open(run / "metrics.csv", newline="") as handle:
         logged = max(int(r["frames"]) for r in csv.DictReader(handle))
     assert frames == logged > 0
-    resumed = rlctl("train", "--resume", str(run), "--set", "trainer.total_frames=%d" % (frames + 128))
+    resumed = rlctl("train", "--resume", str(run), "--set", f"trainer.total_frames={frames + 128}")
     assert resumed.returncode == 0, resumed.stderr
     assert f"resumed from {checkpoints[0]} at {frames} frames" in resumed.stderr
 

@@ -80,7 +80,9 @@ def test_the_loop_hooks_are_the_ten_seed_points() -> None:
 
 
 def test_public_api_is_listed_and_lazy() -> None:
-    assert sorted(rlcore.__all__) == sorted({*rlcore._LAZY, "ConfigError", "PluginError", "RLCoreError", "hookimpl", "hookspec", "__version__"})
+    assert sorted(rlcore.__all__) == sorted(
+        {*rlcore._LAZY, "ConfigError", "PluginError", "RLCoreError", "hookimpl", "hookspec", "__version__"}
+    )
     code = "import sys, rlcore, rlcore.testing; assert 'torch' not in sys.modules; rlcore.Trainer; assert 'torch' in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
@@ -228,12 +230,9 @@ def rlctl_lines() -> Iterator[tuple[str, list[str], str | None]]:
 
 def full_cli() -> click.Group:
     """rlctl's command tree, as ``rlctl`` builds it: rl-core's commands and those the installed plugins add."""
-    from rlcore._cli import make_cli
+    from rlcore._cli import build_cli
 
-    pm = rlcore.PluginManager()
-    cli = make_cli(pm)
-    pm.hook.rl_register_commands(cli=cli)
-    return cli
+    return build_cli(rlcore.PluginManager())
 
 
 def parse(cli: click.Group, args: list[str]) -> list[str]:
@@ -273,7 +272,9 @@ def test_rlctl_lines_parse(where: str, args: list[str], out: str | None, capsys:
         raise AssertionError(f"{where}: rlctl {' '.join(args)}: {err.format_message()}") from None
 
 
-@pytest.mark.parametrize("args", [["nope"], ["train", "--bogus"], ["config", "show"], ["plugins", "list", "--jsn"], ["--no-such-flag", "plugins", "list"]])
+@pytest.mark.parametrize(
+    "args", [["nope"], ["train", "--bogus"], ["config", "show"], ["plugins", "list", "--jsn"], ["--no-such-flag", "plugins", "list"]]
+)
 def test_the_parse_refuses_what_rlctl_refuses(args: list[str]) -> None:
     with pytest.raises(click.UsageError):
         parse(full_cli(), args)

@@ -12,7 +12,7 @@ def test_rl_register_envs(toy_pm, tmp_path):
         plugin_manager=toy_pm,
     )
     trainer.train()
-    returns, lengths = trainer.collector.finished_episodes
+    _, lengths = trainer.collector.finished_episodes
     assert set(lengths.tolist()) <= {1, 2, 3} and 3 in lengths.tolist()
 
 

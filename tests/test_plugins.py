@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+
 import rlcore
 
 
@@ -86,9 +87,9 @@ def test_no_plugin_flag_blocks(with_plugins, rlctl):
 def test_listing_and_help_do_not_import_torch(with_plugins, argv):
     code = (
         "import sys; from rlcore._cli import main\n"
-        "try:\n    main(%r)\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
         "heavy = [m for m in ('torch', 'tensordict', 'gymnasium') if m in sys.modules]\n"
-        "assert not heavy, heavy\n" % (argv,)
+        "assert not heavy, heavy\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

@@ -13,8 +13,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import rlcore
 import torch
+
+import rlcore
 
 pytest.importorskip("rl_plugin_pg")
 

@@ -15,9 +15,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
-import rlcore
 import torch
 import yaml
+
+import rlcore
 from rlcore._cli import main
 
 pg = pytest.importorskip("rl_plugin_pg")
@@ -298,3 +299,18 @@ def test_a_signal_to_the_whole_group_with_async_envs_checkpoints_and_exits_quiet
     frames = int(err.rsplit("rlctl: ", 1)[1].split(" frames")[0])
     assert (run / "checkpoints" / f"ckpt-{frames:012d}.pt").is_file()  # the batch it was in, checkpointed
     assert max(int(r["frames"]) for r in rows(run)) == frames
+
+
+def test_loggers_closing_in_their_own_thread_still_see_that_the_run_failed(tmp_path):
+    from rlcore.testing import MemoryLogger, make_trainer
+
+    class Boom:
+        @rlcore.hookimpl
+        def rl_post_steps(self, trainer):
+            raise RuntimeError("boom")
+
+    failed, finished = MemoryLogger(), MemoryLogger()
+    with pytest.raises(RuntimeError, match="boom"):
+        make_trainer(tmp_path / "a", plugins=[Boom()], loggers=[failed]).train()
+    make_trainer(tmp_path / "b", loggers=[finished]).train()
+    assert (failed.status, finished.status) == ("failed", "finished")

@@ -50,6 +50,7 @@ def test_new_then_pip_install_then_pytest_passes(tmp_path: Path) -> None:
 
 
 def test_generated_code_is_lint_clean_in_the_house_style(tmp_path: Path) -> None:
+    pytest.importorskip("ruff")
     project = scaffold(NAME, tmp_path)
     config = str(ROOT / "pyproject.toml")
     lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--config", config, str(project)], **RUN)
@@ -59,9 +60,13 @@ def test_generated_code_is_lint_clean_in_the_house_style(tmp_path: Path) -> None
 
 
 def test_templates_are_package_data_with_no_placeholder_left(tmp_path: Path) -> None:
-    templates = Path(rlcore.__file__).parent / "templates" / "plugin"
-    names = sorted(str(p.relative_to(templates)) for p in templates.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    assert all(name.endswith(".tmpl") for name in names), names
+    tomllib = pytest.importorskip("tomllib")
+    package = Path(rlcore.__file__).parent
+    templates = {p for p in (package / "templates" / "plugin").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    assert templates and all(p.name.endswith(".tmpl") for p in templates), templates
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]["rlcore"]
+    shipped = {p for pattern in globs for p in package.glob(pattern)}
+    assert templates <= shipped, f"not in rl-core's package data: {sorted(templates - shipped)}"
     project = scaffold("reward-stats", tmp_path)
     for path in project.rglob("*"):
         if path.is_file():
@@ -88,7 +93,9 @@ def test_scaffold_writes_the_documented_layout(tmp_path: Path) -> None:
     assert f"cd {project}" in next_steps(project)
 
 
-@pytest.mark.parametrize("name", ["", "Reward", "1reward", "reward_stats", "reward--stats", "reward-", "-reward", "import", "rl-plugin-reward"])
+@pytest.mark.parametrize(
+    "name", ["", "Reward", "1reward", "reward_stats", "reward--stats", "reward-", "-reward", "import", "rl-plugin-reward"]
+)
 def test_invalid_names_are_one_line_config_errors(name: str, tmp_path: Path) -> None:
     with pytest.raises(rlcore.ConfigError, match="lowercase letters, digits and single dashes, starting with a letter") as info:
         scaffold(name, tmp_path)

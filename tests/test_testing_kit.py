@@ -23,7 +23,9 @@ def test_the_kit_is_a_pytest_plugin_of_rl_core() -> None:
     assert (entry.name, entry.value) == ("rlcore", "rlcore.testing")
 
 
-def test_rl_trainer_is_a_real_short_run_recorded_hook_by_hook(rl_trainer: rlcore.Trainer, rl_hook_recorder: HookRecorder, rl_logger: MemoryLogger) -> None:
+def test_rl_trainer_is_a_real_short_run_recorded_hook_by_hook(
+    rl_trainer: rlcore.Trainer, rl_hook_recorder: HookRecorder, rl_logger: MemoryLogger
+) -> None:
     assert isinstance(rl_trainer.collector, rlcore.Collector)
     rl_trainer.train()
     assert (rl_trainer.collected_frames, rl_trainer.batches, rl_trainer.optim_steps) == (128, 4, 8)

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import rlcore
 import torch
+
+import rlcore
 from rlcore import TrainerHookBase, hookimpl
 
 BATCH = ["batch_process", "pre_steps_log", "pre_optim_steps"]
@@ -34,7 +35,7 @@ def test_every_hook_point_is_called_in_the_documented_order(toy_pm, tmp_path):
     trainer = make_trainer(toy_pm, tmp_path)
     trainer.train()
     batch = BATCH + STEP * 2 + END
-    assert rl_plugin_hookrecorder.CALLS == ["setup", *batch * 4, "shutdown"]
+    assert ["setup", *batch * 4, "shutdown"] == rl_plugin_hookrecorder.CALLS
     assert trainer.collected_frames == 256 and trainer.batches == 4 and trainer.optim_steps == 8
     rows = metrics(tmp_path)
     assert [r["frames"] for r in rows if r["name"] == "recorder/batch_frames"] == ["64", "128", "192", "256"]

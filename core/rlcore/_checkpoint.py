@@ -190,10 +190,10 @@ def content_checksum(state: Any) -> int:
         elif isinstance(value, torch.Tensor):
             data = value.detach().cpu().contiguous().reshape(-1)
             crc = zlib.crc32(f"{where}:{data.dtype}:{tuple(value.shape)}".encode(), crc)
-            crc = zlib.crc32(data.view(torch.uint8).numpy(), crc)
+            crc = zlib.crc32(data.view(torch.uint8).numpy().data, crc)
         elif isinstance(value, np.ndarray) and not value.dtype.hasobject:
             crc = zlib.crc32(f"{where}:{value.dtype.str}:{value.shape}".encode(), crc)
-            crc = zlib.crc32(np.ascontiguousarray(value).view(np.uint8), crc)
+            crc = zlib.crc32(np.ascontiguousarray(value).view(np.uint8).data, crc)
         else:
             plain = value.item() if isinstance(value, np.generic) else value
             crc = zlib.crc32(f"{where}={plain!r}".encode(), crc)

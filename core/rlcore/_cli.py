@@ -79,7 +79,9 @@ def make_cli(pm: PluginManager) -> click.Group:
 
     @plugins.command("new")
     @click.argument("name")
-    @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True, help="Where to create rl-plugin-NAME/.")
+    @click.option(
+        "--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True, help="Where to create rl-plugin-NAME/."
+    )
     def plugins_new(name: str, directory: Path) -> None:
         """Scaffold rl-plugin-NAME/: a plugin package that installs and passes its own tests as generated."""
         from ._scaffold import next_steps, scaffold
@@ -225,13 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         pm = PluginManager(only=only, block=block)
-        cli = make_cli(pm)
-        for impl in pm.hook.rl_register_commands.get_hookimpls():
-            try:
-                impl.function(cli=cli)
-            except Exception as err:  # a broken plugin must not break rlctl
-                pm.infos[impl.plugin_name].status = f"error: rl_register_commands failed: {err}"
-        code = _run(cli, argv)
+        code = _run(build_cli(pm), argv)
     sys.exit(code)
 
 
@@ -245,6 +241,18 @@ def _install_hint(message: str) -> str | None:
         if missing in message:
             return f"{name} comes with {dist}: pip install {dist}"
     return None
+
+
+def build_cli(pm: PluginManager) -> click.Group:
+    """``rlctl`` with the kernel's commands and those the plugins of ``pm`` add (a plugin whose
+    ``rl_register_commands`` raises is marked broken, the others' commands stay)."""
+    cli = make_cli(pm)
+    for impl in pm.hook.rl_register_commands.get_hookimpls():
+        try:
+            impl.function(cli=cli)
+        except Exception as err:
+            pm.infos[impl.plugin_name].status = f"error: rl_register_commands failed: {err}"
+    return cli
 
 
 def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:

@@ -242,6 +242,8 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: Any) -> dict[str, An
     defaults = merge(KERNEL_DEFAULTS, {"checkpoint": {"backend": backend}} if backend else {})
     defaults = merge(merge(defaults, {"algo": algorithm.option_defaults()}), algorithm.defaults)
     env_id = user.get("env", {}).get("id") or defaults["env"]["id"]
+    if not isinstance(env_id, str):
+        raise ConfigError(f"env.id: expected a string, got {env_id!r}")
     defaults = merge(defaults, algorithm.presets.get(env_id, {}))
     defaults["algo"]["name"] = name
     config = merge(defaults, user)

@@ -57,7 +57,7 @@ def env_maker(env_id: str, plugin_manager: Any) -> tuple[Callable[..., Any], Cal
         from gymnasium.envs.registration import load_env_creator
 
         entry = gymnasium.spec(env_id).entry_point
-        constructor = load_env_creator(entry) if isinstance(entry, str) else entry
+        constructor: Callable[..., Any] = load_env_creator(entry) if isinstance(entry, str) else entry or gymnasium.make
         return partial(gymnasium.make, env_id), constructor
     names = [*registered, *gymnasium.registry]
     close = [name for name in names if name.lower().startswith(env_id.lower().split("-")[0])][:5]

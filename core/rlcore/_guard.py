@@ -4,6 +4,7 @@ answer (a network logger whose server is gone) never stalls training."""
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -41,7 +42,7 @@ class GuardedLogger(Logger):
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._work, name=f"rlcore-logger-{name}", daemon=True)
         self._thread.start()
-        if self.logger is None:
+        if not isinstance(logger, Logger):
             self._calls.put((partial(self._create, logger), None))
 
     # ------------------------------------------------------------------ the worker
@@ -120,10 +121,30 @@ class GuardedLogger(Logger):
         self._submit("flush")
 
     def close(self) -> None:
-        """Close the logger (waiting for it at most the deadline), then end the worker."""
-        self._submit("close")
+        """Close the logger (waiting for it at most the deadline), then end the worker.
+
+        Called while an exception propagates (the trainer closes its loggers in a ``finally``
+        block), the logger's ``close`` runs in that exception's context too, as it would in the
+        calling thread: backends read ``sys.exc_info()`` to mark a failed or killed run.
+        """
+        error = sys.exc_info()[1]
+        self._calls.put((partial(self._close_within, error), None))
         self.wait()
         self._calls.put((_STOP, None))
+
+    def _close_within(self, error: BaseException | None) -> None:
+        if self.logger is None:
+            return
+        if error is None:
+            self.logger.close()
+            return
+        traceback = error.__traceback__
+        try:
+            raise error
+        except BaseException:
+            self.logger.close()
+        finally:
+            error.__traceback__ = traceback
 
     def __repr__(self) -> str:
         return f"GuardedLogger({self.logger!r}, timeout={self.timeout:g})"

@@ -196,7 +196,10 @@ def describe(annotation: Any) -> str:
     if origin in (list, tuple, set, frozenset) or annotation in (list, tuple):
         return f"a list of {_plural(describe(args[0]))}" if args and args[0] is not Any and args[0] is not Ellipsis else "a list"
     if origin in (dict, Mapping) or annotation in (dict, Mapping):
-        return "a mapping"
+        keys, values = typing.get_args(annotation) if len(typing.get_args(annotation)) == 2 else (Any, Any)
+        if _origin(keys) is not Literal:
+            return "a mapping"
+        return f"a mapping of ({', '.join(map(str, typing.get_args(keys)))}) to {_plural(describe(values))}"
     words: dict[Any, str] = {bool: "true or false", int: "an integer", float: "a number", str: "a string", type(None): "null"}
     if annotation in words:
         return words[annotation]
@@ -267,7 +270,9 @@ def _convert(value: Any, annotation: Any) -> tuple[bool, Any]:
     if origin in (dict, Mapping) or annotation in (dict, Mapping) or _is_mapping_origin(origin):
         if not isinstance(value, Mapping):
             return False, None
-        value_type = args[1] if len(args) == 2 else Any
+        key_type, value_type = args if len(args) == 2 else (Any, Any)
+        if not all(_convert(k, key_type)[0] for k in value):
+            return False, None
         converted = {k: _convert(v, value_type) for k, v in value.items()}
         if not all(ok for ok, _ in converted.values()):
             return False, None

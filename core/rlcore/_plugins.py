@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from typing import Any
@@ -163,9 +163,12 @@ class PluginManager(pluggy.PluginManager):
         """
         info = info or self.infos.setdefault(name, PluginInfo(name, "", "", repr(plugin)))
         try:
-            self.register(plugin, name)
+            registered = self.register(plugin, name)
         except Exception as err:  # pluggy's validation errors and anything a plugin's attributes raise
             info.status = f"error: {_one_line(err)}"
+            return False
+        if registered is None:  # pluggy's answer for a blocked name
+            info.status = "blocked"
             return False
         unknown = [c.name for c in self.get_hookcallers(plugin) or [] if not c.has_spec()]
         if unknown:

@@ -98,7 +98,9 @@ def entries(result: Any, kind: str) -> list[tuple[str, Any]]:
 
 
 def _shape(value: Any) -> str:
-    return f"a {type(value).__name__}" if not isinstance(value, (list, tuple)) else f"a {type(value).__name__} of {', '.join(sorted({type(v).__name__ for v in value})) or 'nothing'}"
+    if not isinstance(value, (list, tuple)):
+        return f"a {type(value).__name__}"
+    return f"a {type(value).__name__} of {', '.join(sorted({type(v).__name__ for v in value})) or 'nothing'}"
 
 
 def collect(hook_caller: Any, kind: str, on_error: Callable[[str, str], None]) -> dict[str, tuple[str, Any]]:

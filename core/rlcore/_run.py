@@ -14,8 +14,8 @@ import torch
 from ._checkpoint import CheckpointBackend, CheckpointError
 from ._collector import Collector
 from ._config import CONFIG_FILE, check_config, flatten, resolve_config, save_config
-from ._errors import ConfigError
 from ._envs import env_states, load_env_states, make_vector_env
+from ._errors import ConfigError
 from ._logger import generate_exp_name
 from ._markers import hookimpl
 from ._plugins import PluginManager, get_plugin_manager
@@ -113,7 +113,7 @@ def build_trainer(
         if resume:
             check_same_algorithm(run.path, config["algo"]["name"])
         trainer = _build(config, run.path, pm)
-        env = trainer.collector.env
+        env = getattr(trainer.collector, "env", None)
         if resume:
             _resume(trainer)
         run.commit()

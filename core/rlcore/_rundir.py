@@ -11,6 +11,7 @@ import socket
 import sys
 import time
 from pathlib import Path
+
 from ._config import CONFIG_FILE
 from ._errors import ConfigError
 

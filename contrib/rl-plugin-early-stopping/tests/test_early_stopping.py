@@ -117,10 +117,14 @@ def test_state_dict_round_trip() -> None:
 # --------------------------------------------------------------------- a real short run
 
 
-def test_a_real_run_stops_early_and_checkpoints_the_hook(rl_make_trainer: Callable[..., rlcore.Trainer], capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_real_run_stops_early_and_checkpoints_the_hook(
+    rl_make_trainer: Callable[..., rlcore.Trainer], capsys: pytest.CaptureFixture[str]
+) -> None:
     hook = early_stopping(target_return=5.0, window=5)
     recorder, logger = HookRecorder(), MemoryLogger()
-    trainer = rl_make_trainer(num_envs=4, frames_per_batch=200, total_frames=20_000, plugins=[recorder], hooks={"early_stopping": hook}, loggers=[logger])
+    trainer = rl_make_trainer(
+        num_envs=4, frames_per_batch=200, total_frames=20_000, plugins=[recorder], hooks={"early_stopping": hook}, loggers=[logger]
+    )
 
     trainer.train()
 

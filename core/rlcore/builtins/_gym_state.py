@@ -120,7 +120,7 @@ class StatefulAsyncVectorEnv(AsyncVectorEnv):
         self.call("rlcore_load_env_state")
 
 
-class _StateAccess(gymnasium.Wrapper):  # type: ignore[type-arg]
+class _StateAccess(gymnasium.Wrapper):
     """Gives a worker's env the two calls :class:`StatefulAsyncVectorEnv` makes through ``call``."""
 
     rlcore_pending_state: Any = None

@@ -64,7 +64,7 @@ def _paths_of(name: str, value: Any, at: str) -> Iterator[str]:
     import numpy as np
 
     kind = type(value.dtype) if isinstance(value, (np.ndarray, np.generic)) else type(value)
-    if f"{kind.__module__}.{kind.__qualname__}" == name:
+    if name in (f"{kind.__module__}.{kind.__qualname__}", kind.__qualname__ if kind.__module__ == "builtins" else None):
         yield at or "the state"
     elif isinstance(value, Mapping):
         for key, item in value.items():

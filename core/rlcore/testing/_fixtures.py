@@ -52,7 +52,10 @@ def rl_hook_recorder() -> HookRecorder:
 
 @pytest.fixture
 def rl_trainer(rl_make_trainer: Callable[..., Trainer], rl_hook_recorder: HookRecorder, rl_logger: MemoryLogger) -> Trainer:
-    """A tiny trainer with the kit's defaults (4 batches of 32 frames on CartPole), logging to ``rl_logger``, ``rl_hook_recorder`` registered."""
+    """A tiny trainer with the kit's defaults (4 batches of 32 frames on CartPole).
+
+    It logs to ``rl_logger``, and ``rl_hook_recorder`` is registered with it.
+    """
     trainer = rl_make_trainer(loggers=[rl_logger])
     rl_hook_recorder.register(trainer)
     return trainer

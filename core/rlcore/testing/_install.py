@@ -46,7 +46,12 @@ def pip_install(projects: Iterable[str | os.PathLike[str]], site: str | os.PathL
         options = ["-q", "--no-deps", "--no-build-isolation", "--no-index", "--target", str(site), "--report", str(report)]
         env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONDONTWRITEBYTECODE": "1"}
         done = subprocess.run(
-            [sys.executable, "-m", "pip", "install", *options, *copies], check=False, capture_output=True, text=True, env=env, timeout=timeout
+            [sys.executable, "-m", "pip", "install", *options, *copies],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
         )
         if done.returncode != 0:
             raise RuntimeError(f"pip install failed ({done.returncode}):\n{done.stdout}{done.stderr}")
@@ -141,7 +146,9 @@ def rlctl_plugins_list(
     with tempfile.TemporaryDirectory(prefix="rlcore-list-") as tmp:
         out = Path(tmp) / "modules.json"
         cmd = [sys.executable, "-c", _LIST_CODE, str(out), *args, "plugins", "list", "--json", "--all"]
-        done = subprocess.run(cmd, check=False, capture_output=True, text=True, env=dict(env if env is not None else os.environ), timeout=timeout)
+        done = subprocess.run(
+            cmd, check=False, capture_output=True, text=True, env=dict(env if env is not None else os.environ), timeout=timeout
+        )
         if done.returncode != 0 or not out.is_file():
             raise RuntimeError(f"rlctl plugins list failed ({done.returncode}):\n{done.stdout}{done.stderr}")
         modules = set(json.loads(out.read_text(encoding="utf-8")))

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 RECORDER_NAME = "rlcore.testing.recorder"
 
 
-@dataclass
+@dataclass(repr=False)
 class HookCall:
     """One call of a hook point.
 
@@ -36,6 +36,10 @@ class HookCall:
     def __getitem__(self, argument: str) -> Any:
         """``call["batch"]``: an argument of the call."""
         return self.kwargs[argument]
+
+    def __repr__(self) -> str:
+        error = f", error={self.error!r}" if self.error is not None else ""
+        return f"HookCall({self.name}, plugins={list(self.plugins)}{error})"
 
 
 @dataclass(eq=False)
@@ -87,6 +91,10 @@ class HookRecorder:
 
     def __len__(self) -> int:
         return len(self.calls)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(name.removeprefix("rl_") for name in self.names()[:12])
+        return f"HookRecorder({len(self.calls)} calls: {shown}{', ...' if len(self.calls) > 12 else ''})"
 
     def _around(self, name: str, **kwargs: Any) -> Generator[None, Any, Any]:
         """Record the call, let the other implementations run, record the outcome."""

@@ -45,7 +45,7 @@ class DQNOptions:
     gamma: Annotated[float, Range(gt=0, le=1)] = 0.99
     double_dqn: bool = True
     dueling: bool = False
-    n_step: Annotated[int, Range(ge=1)] = 1
+    n_step: Annotated[int, Range(ge=1)] = 3
     loss: Literal["huber", "mse"] = "huber"
     hidden_sizes: list[Annotated[int, Range(ge=1)]] = field(default_factory=lambda: [256, 256])
     activation: Literal["relu", "tanh", "elu", "gelu", "silu", "leaky_relu"] = "relu"
@@ -60,7 +60,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "env": {"id": "CartPole-v1", "num_envs": 1},
     "collector": {"frames_per_batch": 256},
     "algo": asdict(DQNOptions()),
-    "optim": {"name": "adam", "lr": 2.3e-3, "eps": 1e-8, "weight_decay": 0.0, "lr_schedule": "linear", "lr_end": 0.0},
+    "optim": {"name": "adam", "lr": 1e-3, "eps": 1e-8, "weight_decay": 0.0, "lr_schedule": "linear", "lr_end": 0.0},
     "trainer": {"total_frames": 100_000, "optim_steps_per_batch": 128, "clip_grad_norm": True, "clip_norm": 10.0},
     "hooks": {
         "replay_buffer": {"capacity": 100_000, "batch_size": 64, "sampler": "uniform"},

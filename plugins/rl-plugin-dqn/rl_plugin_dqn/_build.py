@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import torch
+
 from rlcore import ConfigError, validate_options
 
 from . import DQNOptions

@@ -21,10 +21,11 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from rl_plugin_replay import PRIORITY_KEY, STEPS_KEY, WEIGHT_KEY, EGreedy, FusedAdamStep, flush_denormal, make_target
-from rlcore import hookimpl
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
+
+from rl_plugin_replay import PRIORITY_KEY, STEPS_KEY, WEIGHT_KEY, EGreedy, FusedAdamStep, flush_denormal, make_target
+from rlcore import hookimpl
 
 from ._networks import GreedyPolicy, QNetwork
 
@@ -74,7 +75,7 @@ class DQNLoss(nn.Module):
         return [(self.qnet, self.target_qnet)]
 
     def forward(self, batch: TensorDictBase) -> TensorDict:
-        """The TD loss of a replay sample; writes each item's ``|TD error|`` into ``batch["td_error"]``.
+        """The TD loss of a replay sample; a prioritized one gets each item's ``|TD error|`` under ``"td_error"``.
 
         :return: ``loss_q``, and ``q_value``, ``target_value``, ``td_error`` (batch means) to log.
         """
@@ -90,13 +91,13 @@ class DQNLoss(nn.Module):
             discount = self.gamma if steps is None else self.gamma ** steps.reshape(q.shape)
             bootstrap = torch.where(batch.get(("next", "terminated")).reshape(q.shape), 0.0, discount)  # 0 where the episode terminated
             target = torch.addcmul(batch.get(("next", "reward")).reshape(q.shape), bootstrap, next_value)  # r + gamma^m (1 - d) Q'
-        weight = batch.get(WEIGHT_KEY, None)
+        td_error = (target - q.detach()).abs_()
+        weight = batch.get(WEIGHT_KEY, None)  # a prioritized sample: weight the errors, send back new priorities
         if weight is None:
             loss = self.td_loss(q, target)
         else:
             loss = (self.td_loss(q, target, reduction="none").reshape(-1) * weight).mean()
-        td_error = (target - q.detach()).abs_()
-        batch.set(PRIORITY_KEY, td_error.reshape(-1))
+            batch.set(PRIORITY_KEY, td_error.reshape(-1))
         return TensorDict(
             {"loss_q": loss, "q_value": q.detach().mean(), "target_value": target.mean(), "td_error": td_error.mean()},
             batch_size=[],

@@ -4,7 +4,8 @@ and the greedy policy that acts with it."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -44,7 +45,7 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Outputs ``[B, out]`` of inputs ``[B, in]``."""
-        params = self._parameters or self._buffers  # a target copy holds its weights as buffers
+        params: Mapping[str, Any] = self._parameters or self._buffers  # a target copy holds its weights as buffers
         last = len(self.layers) - 1
         for i, (weight, bias) in enumerate(self.layers):
             x = torch.addmm(params[bias], x, params[weight])
@@ -66,7 +67,9 @@ class QNetwork(nn.Module):
     :param dueling: use the dueling head.
     """
 
-    def __init__(self, obs_dim: int, num_actions: int, hidden_sizes: Sequence[int], activation: str = "relu", dueling: bool = False) -> None:
+    def __init__(
+        self, obs_dim: int, num_actions: int, hidden_sizes: Sequence[int], activation: str = "relu", dueling: bool = False
+    ) -> None:
         super().__init__()
         self.dueling = dueling
         self.num_actions = num_actions
@@ -80,7 +83,8 @@ class QNetwork(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """Q-values ``[B, num_actions]`` of observations ``[B, *obs_shape]``."""
-        obs = obs.reshape(obs.shape[0], -1).float()
+        if obs.dim() != 2 or obs.dtype != torch.float32:
+            obs = obs.reshape(obs.shape[0], -1).float()
         if not self.dueling:
             return self.net.forward(obs)
         features = self.trunk.forward(obs)

@@ -45,10 +45,13 @@ def sample(terminated=False, steps=None, weight=None):
 @pytest.mark.parametrize(("double", "target"), [(True, 2.0), (False, 4.0)])
 def test_double_and_vanilla_targets(double, target):
     loss = linear_dqn(double_dqn=double)
-    batch = sample()
+    batch = sample(weight=1.0)  # a prioritized sample
     out = loss(batch)
     assert out["q_value"].item() == 2.0 and out["target_value"].item() == target
     assert batch["td_error"].tolist() == [abs(target - 2.0)]  # the new priority, written for the replay hook
+    unweighted = sample()
+    loss(unweighted)
+    assert "td_error" not in unweighted.keys()  # noqa: SIM118 - a uniform sample needs no priorities
 
 
 def test_termination_cuts_the_bootstrap_and_n_steps_discount_by_gamma_to_the_m():

@@ -11,22 +11,57 @@ import sys
 import time
 from pathlib import Path
 
-import rlcore
 import torch
 
+import rlcore
+
 FRAMES = 2048
-ARGS = ["train", "--algo", "dqn", "--env", "CartPole-v1", "--seed", "5", "--frames", str(FRAMES),
-        "--set", "collector.frames_per_batch=128", "--set", "trainer.optim_steps_per_batch=8",
-        "--set", "algo.hidden_sizes=[32, 32]", "--set", "algo.init_random_frames=256", "--set", "algo.n_step=3",
-        "--set", "algo.eps_annealing_frames=1024", "--set", "hooks.target_updater.interval=16",
-        "--set", "hooks.replay_buffer.capacity=1500", "--set", "hooks.replay_buffer.sampler=prioritized",
-        "--set", "trainer.save_trainer_interval=128", "--set", "checkpoint.keep_last=20", "--set", "loggers.console=null"]
+ARGS = [
+    "train",
+    "--algo",
+    "dqn",
+    "--env",
+    "CartPole-v1",
+    "--seed",
+    "5",
+    "--frames",
+    str(FRAMES),
+    "--set",
+    "collector.frames_per_batch=128",
+    "--set",
+    "trainer.optim_steps_per_batch=8",
+    "--set",
+    "algo.hidden_sizes=[32, 32]",
+    "--set",
+    "algo.init_random_frames=256",
+    "--set",
+    "algo.n_step=3",
+    "--set",
+    "algo.eps_annealing_frames=1024",
+    "--set",
+    "hooks.target_updater.interval=16",
+    "--set",
+    "hooks.replay_buffer.capacity=1500",
+    "--set",
+    "hooks.replay_buffer.sampler=prioritized",
+    "--set",
+    "trainer.save_trainer_interval=128",
+    "--set",
+    "checkpoint.keep_last=20",
+    "--set",
+    "loggers.console=null",
+]
 
 
 def train(run_dir: Path, *extra: str) -> subprocess.Popen[str]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "RLCORE_PLUGINS": "rl-plugin-dqn,rl-plugin-replay"}
-    return subprocess.Popen([sys.executable, "-m", "rlcore", *ARGS, "--out", str(run_dir), *extra],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "rlcore", *ARGS, "--out", str(run_dir), *extra],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def final_state(run_dir: Path) -> dict:

@@ -6,18 +6,32 @@ import csv
 
 import numpy as np
 import pytest
-import rlcore
 import torch
 
-SMALL = ["algo.hidden_sizes=[32, 32]", "collector.frames_per_batch=128", "trainer.optim_steps_per_batch=16",
-         "algo.init_random_frames=256", "algo.eps_annealing_frames=1024", "hooks.target_updater.interval=32"]
+import rlcore
+
+SMALL = [
+    "algo.hidden_sizes=[32, 32]",
+    "collector.frames_per_batch=128",
+    "trainer.optim_steps_per_batch=16",
+    "algo.init_random_frames=256",
+    "algo.eps_annealing_frames=1024",
+    "hooks.target_updater.interval=32",
+]
 
 
 def train(tmp_path, frames: int, *overrides: str):
     torch.set_num_threads(1)
     config = rlcore.load_config(
-        overrides=["algo.name=dqn", f"trainer.total_frames={frames}", "trainer.seed=3", "trainer.progress_bar=false",
-                   "loggers.console=null", *SMALL, *overrides]
+        overrides=[
+            "algo.name=dqn",
+            f"trainer.total_frames={frames}",
+            "trainer.seed=3",
+            "trainer.progress_bar=false",
+            "loggers.console=null",
+            *SMALL,
+            *overrides,
+        ]
     )
     trainer = rlcore.build_trainer(config, run_dir=tmp_path)
     trainer.train()
@@ -35,10 +49,21 @@ def metrics(run_dir) -> dict[str, list[float]]:
 def test_a_short_run_logs_every_metric(tmp_path):
     trainer = train(tmp_path, 1024)
     logged = metrics(tmp_path)
-    for name in ("loss/q", "train/q_value", "train/td_error", "train/target_value", "train/epsilon", "train/buffer_size",
-                 "train/update_to_data", "train/episode_return", "perf/fps", "optim/grad_norm", "optim/lr"):
+    for name in (
+        "loss/q",
+        "train/q_value",
+        "train/td_error",
+        "train/target_value",
+        "train/epsilon",
+        "train/buffer_size",
+        "train/update_to_data",
+        "train/episode_return",
+        "perf/fps",
+        "optim/grad_norm",
+        "optim/lr",
+    ):
         assert name in logged, name
-    assert logged["train/buffer_size"][-1] == 1024
+    assert logged["train/buffer_size"][-1] == 1024 - 2  # three-step transitions: the last two steps wait for the next batch
     # update-to-data: 0 while init_random_frames are collected, then 16 steps per 128 frames
     assert logged["train/update_to_data"][0] == 0 and logged["train/update_to_data"][-1] == 16 / 128
     assert logged["train/epsilon"][-1] == pytest.approx(0.04)
@@ -47,8 +72,15 @@ def test_a_short_run_logs_every_metric(tmp_path):
 
 
 def test_prioritized_n_step_dueling_run(tmp_path):
-    trainer = train(tmp_path, 768, "hooks.replay_buffer.sampler=prioritized", "hooks.replay_buffer.beta_end=1.0",
-                    "algo.n_step=3", "algo.dueling=true", "algo.loss=mse")
+    trainer = train(
+        tmp_path,
+        768,
+        "hooks.replay_buffer.sampler=prioritized",
+        "hooks.replay_buffer.beta_end=1.0",
+        "algo.n_step=3",
+        "algo.dueling=true",
+        "algo.loss=mse",
+    )
     hook = trainer._modules["replay_buffer"]
     assert hook.nstep is not None and hook.nstep.n == 3  # read from algo.n_step
     assert len(hook.replay_buffer) == 768 - 2  # each env's last n - 1 steps wait for the next batch

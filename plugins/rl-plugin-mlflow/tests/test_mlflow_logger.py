@@ -134,7 +134,9 @@ def test_metrics_are_buffered_until_flush(run_dir: Path) -> None:
     assert history(client, logger.run_id, "a")[-1] == (600, 6.0)
 
 
-def test_existing_experiment_reused_with_tags_and_hparams_artifact(tmp_path: Path, template_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_existing_experiment_reused_with_tags_and_hparams_artifact(
+    tmp_path: Path, template_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     shutil.copy(template_db, tmp_path / "shared.db")
     uri = f"sqlite:///{(tmp_path / 'shared.db').as_posix()}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)

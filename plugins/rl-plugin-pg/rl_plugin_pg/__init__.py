@@ -48,7 +48,8 @@ class PGOptions:
     :param shared_trunk: one trunk for the actor and the critic, with two linear heads.
     :param log_std_init: initial log standard deviation of Gaussian actions.
     :param action_bounds: ``clip`` Gaussian samples to a ``Box``'s bounds, or squash them with ``tanh``.
-    :param schedule: ``{coefficient: final value}``, annealed linearly over ``trainer.total_frames``.
+    :param schedule: ``{coefficient: final value}``, annealed linearly over ``trainer.total_frames``;
+        a ``null`` value takes a default schedule off (``--set algo.schedule.clip_range=null``).
     """
 
     gamma: Annotated[float, Range(gt=0, le=1)] = 0.99
@@ -64,7 +65,7 @@ class PGOptions:
     shared_trunk: bool = False
     log_std_init: float = 0.0
     action_bounds: Literal["clip", "tanh"] = "clip"
-    schedule: dict[str, NonNegative | None] = field(default_factory=dict)
+    schedule: dict[Literal["entropy_coef", "value_coef", "clip_range", "value_clip_range", "kl_target"], NonNegative | None] = field(default_factory=dict)
 
 
 @dataclass

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 import torch
-
-import dataclasses
 
 from . import DEFAULTS, OBJECTIVE, OPTIONS
 from ._losses import PolicyGradientLoss

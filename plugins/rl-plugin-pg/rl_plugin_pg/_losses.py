@@ -31,9 +31,10 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from rlcore import hookimpl
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
+
+from rlcore import ConfigError, hookimpl
 
 from ._advantages import gae
 from ._policies import ActorCritic
@@ -90,12 +91,12 @@ class PolicyGradientLoss(nn.Module):
             raise ValueError(f"unknown objective {objective!r}; valid choices: {', '.join(OBJECTIVES)}")
         if epochs < 1 or minibatches < 1:
             raise ValueError(f"epochs and minibatches must be >= 1, got {epochs} and {minibatches}")
-        schedule = dict(schedule or {})
+        schedule = {name: end for name, end in (schedule or {}).items() if end is not None}  # null: not scheduled
         for name in schedule:
             if name not in SCHEDULABLE:
-                raise ValueError(f"schedule: cannot schedule {name!r}; valid choices: {', '.join(SCHEDULABLE)}")
-        if schedule.get("value_clip_range") is not None and value_clip_range is None:
-            raise ValueError("schedule: value_clip_range is scheduled but value_clip_range is null")
+                raise ConfigError(f"algo.schedule: cannot schedule {name!r} (valid choices: {', '.join(SCHEDULABLE)})")
+        if "value_clip_range" in schedule and value_clip_range is None:
+            raise ConfigError("algo.schedule.value_clip_range: value_clip_range is null, so it cannot be scheduled")
         self.policy = policy
         self.objective = objective
         self.gamma = gamma

@@ -41,7 +41,7 @@ def test_gae_matches_step_by_step_reference():
         ([0.0, 1.0, 1.0, 1.0, 1.0], [1.0, 2.0, 3.0, 4.0, 5.0], [2.0, 9.0, 4.0, 5.0, 6.0], [0, 0, 0, 0, 0], [0, 1, 0, 0, 0]),
     ]
     expected = [reference_gae(*env, gamma, lam) for env in envs]
-    stack = lambda i, dtype=torch.float32: torch.cat([_column(env[i], dtype) for env in envs])  # noqa: E731
+    stack = lambda i, dtype=torch.float32: torch.cat([_column(env[i], dtype) for env in envs])
     terminated, truncated = stack(3, torch.bool), stack(4, torch.bool)
     got = gae(stack(0), stack(1), stack(2), terminated, terminated | truncated, gamma, lam)
     assert got.shape == (2, 5, 1)

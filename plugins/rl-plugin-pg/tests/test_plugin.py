@@ -7,9 +7,9 @@ import subprocess
 import sys
 
 import pytest
-import rlcore
 
 import rl_plugin_pg
+import rlcore
 
 ALGORITHMS = ["a2c", "pg", "ppo", "ppo-kl", "spg"]
 
@@ -48,9 +48,9 @@ def test_defaults_resolve_and_build(name):
 def test_unknown_algo_key_is_refused():
     with pytest.raises(rlcore.ConfigError, match="algo.clip_rnage"):
         rlcore.load_config(algo={"name": "ppo", "clip_rnage": 0.1})
-    from rl_plugin_pg._build import build_loss
-
     import gymnasium
+
+    from rl_plugin_pg._build import build_loss
 
     env = gymnasium.make("CartPole-v1")
     with pytest.raises(ValueError, match="clip_range"):

@@ -89,7 +89,7 @@ def test_gaussian_evaluate_matches_torch_distributions_and_mode_is_the_mean():
 def test_shared_trunk_and_image_like_observations():
     policy = make_actor_critic(spaces.Box(0, 1, (2, 3)), spaces.Discrete(2), shared_trunk=True, hidden_sizes=[4])
     separate = make_actor_critic(spaces.Box(0, 1, (2, 3)), spaces.Discrete(2), hidden_sizes=[4])
-    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    count = lambda m: sum(p.numel() for p in m.parameters())
     assert count(policy) < count(separate)
     out = _act(policy, torch.rand(5, 2, 3), InteractionType.RANDOM)
     assert out["action"].shape == (5,) and policy.value(torch.rand(5, 2, 3)).shape == (5, 1)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import rlcore
 import torch
+
+import rlcore
 
 
 class Returns:
@@ -33,7 +34,7 @@ def _train(tmp_path, algo: str, frames: int, *overrides: str):
 
 
 def test_ppo_return_rises_on_cartpole(tmp_path):
-    trainer, returns = _train(tmp_path, "ppo", 12_288)
+    _, returns = _train(tmp_path, "ppo", 12_288)
     first, last = np.mean(returns[:20]), np.mean(returns[-10:])
     assert first < 40
     assert last > 3 * first, (first, last)

@@ -81,26 +81,26 @@ _LAZY = {
 }
 
 __all__ = [
+    "INDEX_KEY",
+    "PRIORITY_KEY",
+    "STEPS_KEY",
+    "WEIGHT_KEY",
     "EGreedy",
     "FusedAdamStep",
     "GaussianNoise",
     "HardUpdate",
-    "INDEX_KEY",
     "LinearSchedule",
     "NStepReturns",
     "OrnsteinUhlenbeck",
-    "PRIORITY_KEY",
     "PrioritizedSampler",
     "RandomWarmup",
     "ReplayBuffer",
     "ReplayBufferTrainer",
-    "STEPS_KEY",
     "SoftUpdate",
     "SumTree",
     "TargetNetworks",
     "TensorStorage",
     "UniformSampler",
-    "WEIGHT_KEY",
     "flush_denormal",
     "make_replay_buffer",
     "make_target",
@@ -181,9 +181,14 @@ def replay_buffer(
     _check(alpha >= 0, f"{key}.alpha", f"expected a number >= 0, got {alpha!r}")
     _check(beta >= 0, f"{key}.beta", f"expected a number >= 0, got {beta!r}")
     _check(priority_eps > 0, f"{key}.priority_eps", f"expected a number > 0, got {priority_eps!r}")
-    _check(n_step is None or isinstance(n_step, int) and n_step >= 1, f"{key}.n_step", f"expected a positive integer, got {n_step!r}")
-    _check(init_random_frames is None or init_random_frames >= 0, f"{key}.init_random_frames", f"expected an integer >= 0, got {init_random_frames!r}")
-    _check(not memmap or device in (None, "cpu"), f"{key}.memmap", f"memory-mapped storage lives on the CPU, not on {device!r}")
+    _check(n_step is None or (isinstance(n_step, int) and n_step >= 1), f"{key}.n_step", f"expected a positive integer, got {n_step!r}")
+    _check(
+        init_random_frames is None or init_random_frames >= 0,
+        f"{key}.init_random_frames",
+        f"expected an integer >= 0, got {init_random_frames!r}",
+    )
+    cpu = device in (None, "cpu")
+    _check(not memmap or cpu, f"{key}.memmap", f"memory-mapped storage lives on the CPU, not on {device!r}")
     from ._buffer import make_replay_buffer
     from ._hook import ReplayBufferTrainer
 

@@ -27,7 +27,9 @@ class ReplayBuffer:
     :param batch_size: the default size of :meth:`sample`.
     """
 
-    def __init__(self, storage: TensorStorage, sampler: UniformSampler | PrioritizedSampler | None = None, batch_size: int | None = None) -> None:
+    def __init__(
+        self, storage: TensorStorage, sampler: UniformSampler | PrioritizedSampler | None = None, batch_size: int | None = None
+    ) -> None:
         self.storage = storage
         self.sampler = sampler if sampler is not None else UniformSampler()
         self.batch_size = batch_size
@@ -118,9 +120,12 @@ class ReplayBuffer:
         return {"storage": self.storage.state_dict(), "sampler": self.sampler.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
+        """Restore :meth:`state_dict`; items saved without priorities (a uniform buffer's) get the same, largest one."""
         self.storage.load_state_dict(state["storage"])
-        self.sampler.load_state_dict(state["sampler"])
+        if isinstance(self.sampler, PrioritizedSampler) and not state["sampler"]:
+            self.sampler.add(torch.arange(len(self.storage)))
+        else:
+            self.sampler.load_state_dict(state["sampler"])
 
 
 def make_replay_buffer(

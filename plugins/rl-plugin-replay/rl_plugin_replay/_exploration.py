@@ -56,6 +56,9 @@ class _Exploration(TensorDictModuleBase):
     :param init_random_frames: frames acted uniformly at random before the policy acts.
     """
 
+    low: torch.Tensor
+    high: torch.Tensor
+
     def __init__(self, policy: Any, action_space: Any, init_random_frames: int = 0) -> None:
         super().__init__()
         from gymnasium import spaces
@@ -164,12 +167,15 @@ class EGreedy(_Exploration):
         return self.schedule(self.frames)
 
     def explore(self, tensordict: TensorDictBase, frame: int) -> TensorDictBase:
-        action = tensordict.get("action")
         eps = self.schedule(frame)
-        if eps > 0:
-            explore = torch.rand(action.shape, device=action.device) < eps
-            if explore.any():  # (most steps, once epsilon is small, keep the greedy action as it is)
-                tensordict.set("action", torch.where(explore, self.random_action(action.numel(), action.device).reshape(action.shape), action))
+        if eps <= 0:
+            return tensordict
+        action = tensordict.get("action")
+        draws = torch.rand(action.shape)  # on the CPU: deciding costs no device round trip
+        if eps >= 1 or bool((draws < eps).any()):  # (most steps, once epsilon is small, keep the greedy actions)
+            explore = (draws < eps).to(action.device)
+            random = self.random_action(action.numel(), action.device).reshape(action.shape)
+            tensordict.set("action", torch.where(explore, random, action))
         return tensordict
 
     def stats(self) -> dict[str, float]:

@@ -27,8 +27,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from rlcore import ConfigError, TrainerHookBase
 from tensordict import TensorDictBase, pad
+
+from rlcore import ConfigError, TrainerHookBase
 
 from ._buffer import ReplayBuffer
 from ._keys import PRIORITY_KEY
@@ -95,6 +96,7 @@ class ReplayBufferTrainer(TrainerHookBase):
         self._optim_steps: int | None = None  # the trainer's optim_steps_per_batch once learning runs
         self._beta_start: float | None = None
         self._steps_in_batch = 0
+        self._refill = 0  # items the buffer must hold again before learning (after resuming without it)
 
     # ------------------------------------------------------------------ TorchRL's ops
     def extend(self, batch: TensorDictBase) -> None:
@@ -129,7 +131,7 @@ class ReplayBufferTrainer(TrainerHookBase):
         trainer = self._trainer
         if self._optim_steps is None:
             self._optim_steps = trainer.optim_steps_per_batch
-        learning = trainer.collected_frames >= (self.init_random_frames or 0) and len(self.replay_buffer) > 0
+        learning = trainer.collected_frames >= (self.init_random_frames or 0) and len(self.replay_buffer) >= max(self._refill, 1)
         trainer.optim_steps_per_batch = self._optim_steps if learning else 0
         self._steps_in_batch = 0
         sampler = self.replay_buffer.sampler
@@ -187,9 +189,10 @@ class ReplayBufferTrainer(TrainerHookBase):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`; a checkpoint without the buffer leaves it empty, and says so on stderr."""
         if state_dict.get("omitted"):
+            self._refill = max(self.init_random_frames or 0, 1)
             print(
-                "rl-plugin-replay: the checkpoint holds no replay buffer (replay_buffer.checkpoint=false): "
-                "the resumed run starts with an empty buffer",
+                "rl-plugin-replay: the checkpoint holds no replay buffer (replay_buffer.checkpoint=false): the resumed run starts "
+                f"with an empty buffer and learns again once it holds {self._refill} transitions",
                 file=sys.stderr,
             )
             return

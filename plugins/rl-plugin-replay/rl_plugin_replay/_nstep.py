@@ -16,7 +16,7 @@ each step becomes exactly one transition, ``n - 1`` steps late.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -48,7 +48,7 @@ class NStepReturns:
             return batch
         if batch.batch_dims != 2:
             raise ValueError(f"n-step returns need batches [envs, time], got batch size {list(batch.batch_size)}")
-        steps = batch if self._tail is None else torch.cat([self._tail, batch], dim=1)
+        steps = batch if self._tail is None else cast(TensorDictBase, torch.cat([self._tail, batch], dim=1))
         n, length = self.n, steps.shape[1]
         self._tail = steps[:, max(length - (n - 1), 0) :].clone()
         width = length - n + 1  # starts with n steps ahead of them

@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -110,7 +110,7 @@ class TensorStorage:
         """
         if data.batch_dims < 1:
             raise ValueError("write a TensorDict with a batch dimension: one row per item")
-        columns = {_key(k): v for k, v in data.items(include_nested=True, leaves_only=True)}
+        columns = {_key(k): cast(torch.Tensor, v) for k, v in data.items(include_nested=True, leaves_only=True)}
         n = data.batch_size[0]
         if n > self.capacity:  # only the last capacity items would survive
             columns = {k: v[n - self.capacity :] for k, v in columns.items()}

@@ -20,8 +20,9 @@ import copy
 from typing import Any, Protocol, runtime_checkable
 
 import torch
-from rlcore import TrainerHookBase
 from torch import nn
+
+from rlcore import TrainerHookBase
 
 UPDATES = ("hard", "soft")
 
@@ -57,7 +58,7 @@ def make_target(module: nn.Module) -> nn.Module:
 
 def _named_tensors(module: nn.Module) -> dict[str, torch.Tensor]:
     """Parameters and floating-point buffers by name (a target holds its online network's parameters as buffers)."""
-    found = {name: p for name, p in module.named_parameters()}
+    found: dict[str, torch.Tensor] = dict(module.named_parameters())
     found.update({name: b for name, b in module.named_buffers() if b.is_floating_point()})
     return found
 

@@ -23,7 +23,13 @@ def transitions(n: int, envs: int | None = None, obs_dim: int = 3, start: float 
         {
             "observation": obs,
             "action": torch.zeros(shape, dtype=torch.int64),
-            "next": {"observation": obs + 1, "reward": count.unsqueeze(-1), "done": flags, "terminated": flags.clone(), "truncated": flags.clone()},
+            "next": {
+                "observation": obs + 1,
+                "reward": count.unsqueeze(-1),
+                "done": flags,
+                "terminated": flags.clone(),
+                "truncated": flags.clone(),
+            },
         },
         batch_size=shape,
     )

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-import rlcore
 import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModuleBase
 from torch import nn
 
+import rlcore
 from rl_plugin_replay import (
     INDEX_KEY,
     PRIORITY_KEY,
@@ -77,7 +77,7 @@ class Checks:
 
     @rlcore.hookimpl(trylast=True)
     def rl_post_loss(self, trainer, batch) -> None:
-        assert batch.batch_size == (BATCH,) and INDEX_KEY in batch.keys() and WEIGHT_KEY in batch.keys()
+        assert batch.batch_size == (BATCH,) and INDEX_KEY in batch.keys() and WEIGHT_KEY in batch.keys()  # noqa: SIM118
         storage = self.hook.replay_buffer.storage
         assert torch.equal(batch["observation"], storage.column("observation")[batch[INDEX_KEY]])  # a sample of the buffer
         self.samples += 1
@@ -150,6 +150,10 @@ def test_the_buffer_is_part_of_the_checkpoint(tmp_path, capsys):
     assert len(again_hook.replay_buffer) == 0
     err = capsys.readouterr().err.strip().splitlines()  # ... and resuming says so in one line
     assert len(err) == 1 and "empty buffer" in err[0]
+    again.total_frames = 128 + 96
+    steps = again.optim_steps
+    again.train()  # no learning until init_random_frames (64) transitions are stored again
+    assert again.optim_steps - steps == 2 * STEPS  # batches of 32: none at 32 stored, then at 64 and 96
 
 
 def test_an_empty_buffer_follows_the_trainer_device(tmp_path, make_transitions):

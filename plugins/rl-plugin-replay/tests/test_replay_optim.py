@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-import rlcore
 import torch
 from tensordict import TensorDict
 from torch import nn
 
+import rlcore
 from rl_plugin_replay import FusedAdamStep
 
 
@@ -23,7 +23,8 @@ class Regression(nn.Module):
 
     def forward(self, batch):
         x = batch["x"]
-        return TensorDict({"loss_fit": (self.net(x).squeeze(-1) - x.sum(-1)).pow(2).mean(), "loss_small": 1e-3 * self.net[0].weight.pow(2).sum()}, [])
+        fit = (self.net(x).squeeze(-1) - x.sum(-1)).pow(2).mean()
+        return TensorDict({"loss_fit": fit, "loss_small": 1e-3 * self.net[0].weight.pow(2).sum()}, [])
 
     @rlcore.hookimpl
     def rl_optimizer(self, trainer, losses):
@@ -33,17 +34,31 @@ class Regression(nn.Module):
 def run(fused_step: bool, optim: str, clip_norm: float | None, clip_grad_norm: bool = True):
     loss = Regression(fused_step)
     params = list(loss.parameters())
-    optimizer = {"adam": lambda: torch.optim.Adam(params, lr=1e-2, fused=True),
-                 "adamw": lambda: torch.optim.AdamW(params, lr=1e-2, weight_decay=0.1, fused=True),
-                 "sgd": lambda: torch.optim.SGD(params, lr=1e-2)}[optim]()
+    optimizer = {
+        "adam": lambda: torch.optim.Adam(params, lr=1e-2, fused=True),
+        "adamw": lambda: torch.optim.AdamW(params, lr=1e-2, weight_decay=0.1, fused=True),
+        "sgd": lambda: torch.optim.SGD(params, lr=1e-2),
+    }[optim]()
     batches = [TensorDict({"x": torch.randn(32, 3, generator=torch.Generator().manual_seed(i))}, [32]) for i in range(6)]
-    trainer = rlcore.Trainer(collector=batches, loss_module=loss, optimizer=optimizer, total_frames=6 * 32, optim_steps_per_batch=3,
-                             clip_norm=clip_norm, clip_grad_norm=clip_grad_norm, progress_bar=False, plugin_manager=rlcore.PluginManager(discover=False))
+    trainer = rlcore.Trainer(
+        collector=batches,
+        loss_module=loss,
+        optimizer=optimizer,
+        total_frames=6 * 32,
+        optim_steps_per_batch=3,
+        clip_norm=clip_norm,
+        clip_grad_norm=clip_grad_norm,
+        progress_bar=False,
+        plugin_manager=rlcore.PluginManager(discover=False),
+    )
     trainer.train()
     return loss.state_dict(), optimizer.state_dict(), trainer
 
 
-@pytest.mark.parametrize(("optim", "clip_norm", "by_norm"), [("adam", None, True), ("adam", 0.5, True), ("adam", 0.01, False), ("adamw", 1.0, True), ("sgd", 1.0, True)])
+CASES = [("adam", None, True), ("adam", 0.5, True), ("adam", 0.01, False), ("adamw", 1.0, True), ("sgd", 1.0, True)]
+
+
+@pytest.mark.parametrize(("optim", "clip_norm", "by_norm"), CASES)
 def test_runs_are_bit_identical_to_the_kernels_step(optim, clip_norm, by_norm):
     params_a, state_a, _ = run(False, optim, clip_norm, by_norm)
     params_b, state_b, trainer = run(True, optim, clip_norm, by_norm)

@@ -9,9 +9,9 @@ import sys
 import textwrap
 
 import pytest
-import rlcore
 
 import rl_plugin_replay
+import rlcore
 
 HERE = os.path.dirname(__file__)
 
@@ -40,9 +40,9 @@ def test_bad_options_are_one_clear_line(options, message):
     with pytest.raises(rlcore.ConfigError) as err:  # as the kernel checks a config's hooks section
         rlcore.validate_options("hooks.replay_buffer", rl_plugin_replay.replay_buffer, options)
     assert message in str(err.value) and "\n" not in str(err.value)
-    with pytest.raises(rlcore.ConfigError, match="target_updater.kind: unknown value 'polyak'"):
+    with pytest.raises(rlcore.ConfigError, match=r"target_updater\.kind: unknown value 'polyak'"):
         rl_plugin_replay.target_updater(kind="polyak")  # the factory checks too, when called from Python
-    with pytest.raises(rlcore.ConfigError, match="replay_buffer.sampler: unknown value 'rank'"):
+    with pytest.raises(rlcore.ConfigError, match=r"replay_buffer\.sampler: unknown value 'rank'"):
         rl_plugin_replay.replay_buffer(sampler="rank")
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import torch
+
 from rlcore import ConfigError, validate_options
 
 from . import SACOptions
@@ -33,7 +34,7 @@ def build_loss(config: Mapping[str, Any], observation_space: Any, action_space: 
     if not isinstance(action_space, spaces.Box) or len(action_space.shape) != 1:
         raise ConfigError(f"algo.name: sac needs a one-dimensional Box action space, the env has {action_space}")
     if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
-        raise ConfigError(f"algo.name: sac squashes actions into the action space's bounds, which must be finite; the env has {action_space}")
+        raise ConfigError(f"algo.name: sac squashes actions into the bounds of the action space, which must be finite: {action_space}")
     if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
         raise ConfigError(f"algo.name: sac needs a one-dimensional Box observation space, the env has {observation_space}")
     obs_dim, action_dim = int(observation_space.shape[0]), int(action_space.shape[0])

@@ -25,10 +25,11 @@ import math
 from typing import Any
 
 import torch
-from rl_plugin_replay import PRIORITY_KEY, STEPS_KEY, WEIGHT_KEY, FusedAdamStep, RandomWarmup, flush_denormal, make_target
-from rlcore import hookimpl
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
+
+from rl_plugin_replay import PRIORITY_KEY, STEPS_KEY, WEIGHT_KEY, FusedAdamStep, RandomWarmup, flush_denormal, make_target
+from rlcore import hookimpl
 
 from ._networks import Actor, SACPolicy, TwinQ
 
@@ -46,6 +47,9 @@ class SACLoss(nn.Module):
     :param n_step: steps of the n-step transitions (read by the replay hook).
     :param init_random_frames: random actions and no learning for this many frames (read by the replay hook).
     """
+
+    center: torch.Tensor
+    half_range: torch.Tensor
 
     def __init__(
         self,
@@ -116,7 +120,8 @@ class SACLoss(nn.Module):
         loss_alpha = -(self.log_alpha * (log_pi.detach() + self.target_entropy)).mean()
 
         td_error = error.detach().abs().amax(0)  # [B, 1]
-        batch.set(PRIORITY_KEY, td_error.reshape(-1))
+        if weight is not None:  # a prioritized sample: send back new priorities
+            batch.set(PRIORITY_KEY, td_error.reshape(-1))
         return TensorDict(
             {
                 "loss_qvalue": loss_qvalue,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -61,7 +62,7 @@ class Actor(nn.Module):
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(mean, log_std)``, each ``[B, action_dim]``, of observations ``[B, obs_dim]``."""
         h = obs
-        params = self._parameters
+        params: Mapping[str, Any] = self._parameters
         last = len(self.layers) - 1
         for i, (weight, bias) in enumerate(self.layers):
             h = torch.addmm(params[bias], h, params[weight])
@@ -104,20 +105,19 @@ class TwinQ(nn.Module):
             self.register_parameter(bias, _uniform((2, 1, sizes[i + 1]), sizes[i]))
         self.activation = ACTIVATIONS[activation]
 
-    def forward(self, obs: torch.Tensor, action: torch.Tensor, params: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
+    def forward(self, obs: torch.Tensor, action: torch.Tensor, params: Mapping[str, Any] | None = None) -> torch.Tensor:
         """``[Q_1(s, a), Q_2(s, a)]`` as ``[2, B, 1]``.
 
         :param obs: observations ``[B, obs_dim]``.
         :param action: actions in ``[-1, 1]``, ``[B, action_dim]``.
         :param params: weights to use instead of the module's own (e.g. detached ones).
         """
-        if params is None:
-            params = self._parameters or self._buffers  # a target copy holds its weights as buffers
+        weights: Mapping[str, Any] = params if params is not None else self._parameters or self._buffers  # a target: buffers
         x = torch.cat([obs, action], dim=-1)
         h = x.unsqueeze(0).expand(2, *x.shape)
         last = len(self.layers) - 1
         for i, (weight, bias) in enumerate(self.layers):
-            h = torch.baddbmm(params[bias], h, params[weight])
+            h = torch.baddbmm(weights[bias], h, weights[weight])
             if i < last:
                 h = self.activation(h)
         return h
@@ -137,6 +137,8 @@ class SACPolicy(TensorDictModuleBase):
 
     in_keys = ["observation"]
     out_keys = ["action"]
+    center: torch.Tensor
+    half_range: torch.Tensor
 
     def __init__(self, actor: Actor, low: torch.Tensor, high: torch.Tensor) -> None:
         super().__init__()

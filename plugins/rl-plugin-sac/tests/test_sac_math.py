@@ -82,6 +82,7 @@ def test_losses_by_hand():
     loss = sac(init_alpha=0.5, gamma=0.9)
     constant_networks(loss, q1=1.0, q2=3.0, target_q=2.0)
     data = batch()
+    data.set("_weight", torch.ones(8))  # a prioritized sample, of equal weights
     torch.manual_seed(7)
     out = loss(data)
     torch.manual_seed(7)  # the loss draws the noise of the actions at s', then at s

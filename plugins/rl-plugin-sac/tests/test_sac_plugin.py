@@ -7,9 +7,9 @@ import sys
 
 import gymnasium
 import pytest
-import rlcore
 
 import rl_plugin_sac
+import rlcore
 
 
 def test_discovered_through_its_entry_point():

@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import csv
 
-import rlcore
 import torch
+
+import rlcore
 
 
 def test_a_short_run_logs_every_metric(tmp_path):
     torch.set_num_threads(1)
     config = rlcore.load_config(
-        overrides=["algo.name=sac", "trainer.total_frames=400", "trainer.seed=2", "trainer.progress_bar=false", "trainer.log_interval=50",
-                   "loggers.console=null", "algo.hidden_sizes=[32, 32]", "algo.init_random_frames=100", "algo.n_step=2",
-                   "hooks.replay_buffer.batch_size=64", "hooks.replay_buffer.sampler=prioritized"]
+        overrides=[
+            "algo.name=sac",
+            "trainer.total_frames=400",
+            "trainer.seed=2",
+            "trainer.progress_bar=false",
+            "trainer.log_interval=50",
+            "loggers.console=null",
+            "algo.hidden_sizes=[32, 32]",
+            "algo.init_random_frames=100",
+            "algo.n_step=2",
+            "hooks.replay_buffer.batch_size=64",
+            "hooks.replay_buffer.sampler=prioritized",
+        ]
     )
     trainer = rlcore.build_trainer(config, run_dir=tmp_path)
     trainer.train()
@@ -21,8 +32,19 @@ def test_a_short_run_logs_every_metric(tmp_path):
     with open(tmp_path / "metrics.csv", newline="") as handle:
         for row in csv.DictReader(handle):
             logged.setdefault(row["name"], []).append(float(row["value"]))
-    for name in ("loss/qvalue", "loss/actor", "loss/alpha", "train/alpha", "train/entropy", "train/q_value", "train/td_error",
-                 "train/buffer_size", "train/update_to_data", "train/episode_return", "perf/fps"):
+    for name in (
+        "loss/qvalue",
+        "loss/actor",
+        "loss/alpha",
+        "train/alpha",
+        "train/entropy",
+        "train/q_value",
+        "train/td_error",
+        "train/buffer_size",
+        "train/update_to_data",
+        "train/episode_return",
+        "perf/fps",
+    ):
         assert name in logged, name
     assert trainer.optim_steps == 400 - 100 + 1  # one step per frame once 100 frames are collected
     assert logged["train/alpha"][-1] < 1.0  # the temperature is learned

@@ -83,13 +83,13 @@ class TorchSnapshotBackend(CheckpointBackend):
         snapshot = Snapshot(str(path))
         try:
             manifest = snapshot.metadata.manifest  # get_manifest() would deep-copy it
-        except Exception as err:  # noqa: BLE001 - yaml, KeyError, TypeError... all mean a damaged manifest
+        except Exception as err:
             raise CheckpointError(f"{path}/{MANIFEST} is unreadable: {_one_line(err)}") from None
         _check_manifest(manifest, path)
         payload = StateDict()
         try:
             snapshot.restore({APP_KEY: payload})  # reuses the manifest checked above
-        except Exception as err:  # noqa: BLE001 - a missing or truncated file surfaces as many error types
+        except Exception as err:
             raise CheckpointError(f"{path} has missing or truncated data: {_one_line(err)}") from None
         skeleton = payload.get(_SKELETON)
         if not isinstance(skeleton, torch.Tensor) or skeleton.dtype != torch.uint8:

@@ -6,10 +6,11 @@ from typing import Any
 
 import gymnasium
 import torch
-from rlcore import TrainerHookBase
 from tensordict import TensorDict
 from tensordict.nn import InteractionType, TensorDictModuleBase, interaction_type
 from torch import nn
+
+from rlcore import TrainerHookBase
 
 
 class ToyPolicy(TensorDictModuleBase):

@@ -26,10 +26,11 @@ DEFAULTS = {
 
 def build(config: dict[str, Any], observation_space: Any, action_space: Any, device: Any = "cpu") -> Any:
     import torch
-    from rl_plugin_replay import PRIORITY_KEY, WEIGHT_KEY, EGreedy, make_target
     from tensordict import TensorDict
     from tensordict.nn import TensorDictModuleBase
     from torch import nn
+
+    from rl_plugin_replay import PRIORITY_KEY, WEIGHT_KEY, EGreedy, make_target
 
     class Greedy(TensorDictModuleBase):
         in_keys = ["observation"]
