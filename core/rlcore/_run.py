@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import warnings
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
@@ -203,8 +204,14 @@ def check_same_algorithm(run_dir: Path, algo: str) -> None:
         raise ConfigError(f"algo.name: the run in {run_dir} trains {before!r}; resuming it with {algo!r} is refused")
 
 
-def _resume(trainer: Trainer) -> Path:
-    """Load the newest good checkpoint; a checkpoint that does not fit the run's parts is a config error."""
+def _resume(trainer: Trainer) -> Path | None:
+    """Load the newest good checkpoint; a checkpoint that does not fit the run's parts is a config error.
+
+    A run stopped before its first checkpoint starts again from the beginning (with a warning).
+    """
+    if trainer.checkpoint is not None and not trainer.checkpoint.checkpoints():
+        warnings.warn(f"{trainer.run_dir} has no checkpoint yet: the run starts again from the beginning", stacklevel=3)
+        return None
     try:
         return trainer.load_from_file()
     except CheckpointError:

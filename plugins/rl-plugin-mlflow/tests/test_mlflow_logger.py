@@ -6,6 +6,7 @@ below it check what only MLflow has: the store and artifacts, buffering, experim
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -175,6 +176,10 @@ def test_video_skipped_with_a_warning_without_rl_plugin_video(run_dir: Path) -> 
     assert MlflowClient(logger.tracking_uri).list_artifacts(logger.run_id) == []
 
 
+#: the server process behind each ``mlflow_server`` URL, for tests that kill it
+SERVERS: dict[str, subprocess.Popen[bytes]] = {}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -196,6 +201,7 @@ def mlflow_server(tmp_path: Path, template_db: Path) -> Iterator[str]:
     ]  # fmt: skip
     log = open(tmp_path / "server.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    SERVERS[url] = proc
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -210,7 +216,8 @@ def mlflow_server(tmp_path: Path, template_db: Path) -> Iterator[str]:
             time.sleep(0.25)
         yield url
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # the server's own process group (uvicorn runs as its child)
+        with contextlib.suppress(ProcessLookupError):  # a test may have killed it already
+            os.killpg(proc.pid, signal.SIGTERM)  # the server's own process group (uvicorn runs as its child)
         try:
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
@@ -262,3 +269,48 @@ def test_resume_continues_the_interrupted_mlflow_run(run_dir: Path) -> None:
     assert run.info.run_id == first.run_id and run.info.status == "FINISHED"
     assert run.data.params == {"algo.lr": "0.1"}
     assert history(client, run.info.run_id, "loss") == [(1, 1.0), (2, 2.0), (3, 3.0), (4, 4.0)]
+
+
+def rlctl_train(run: Path, *args: str, uri: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "RLCORE_PLUGINS": "rl-plugin-pg,rl-plugin-mlflow"}
+    argv = [sys.executable, "-m", "rlcore", "train", "--algo", "ppo", "--out", str(run), "--logger", "mlflow", "--set", "loggers.console=null", *args]
+    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_tracking_server_that_does_not_answer_costs_the_run_its_deadline_only(tmp_path: Path) -> None:
+    start = time.monotonic()
+    run = rlctl_train(tmp_path / "run", "--frames", "1024", "--set", "trainer.logger_timeout=2", uri="http://127.0.0.1:9")
+    _, err = run.communicate(timeout=120)
+    assert run.returncode == 0, err
+    assert time.monotonic() - start < 60  # MLflow's own retries take minutes
+    dropped = [line for line in err.splitlines() if "mlflow" in line]
+    assert dropped == ["rlctl: warning: logger mlflow was not set up within 2 s; it is dropped and the run goes on"]
+    assert "Traceback" not in err and (tmp_path / "run" / "metrics.csv").read_text().count("\n") > 5
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups")
+def test_a_tracking_server_that_dies_mid_run_is_dropped_at_its_deadline(tmp_path: Path, mlflow_server: str) -> None:
+    run_dir = tmp_path / "run"
+    run = rlctl_train(run_dir, "--frames", "1e7", "--set", "trainer.logger_timeout=2", "--set", "loggers.mlflow.flush_secs=0.2", uri=mlflow_server)
+    try:
+        client = MlflowClient(mlflow_server)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and run.poll() is None:
+            experiment = client.get_experiment_by_name("rlcore")
+            runs = client.search_runs([experiment.experiment_id]) if experiment else []
+            if runs and runs[0].data.metrics:
+                break
+            time.sleep(0.2)
+        os.killpg(SERVERS[mlflow_server].pid, signal.SIGKILL)  # the server dies without a word
+        time.sleep(3.5)  # the deadline, and a bit
+        rows = (run_dir / "metrics.csv").read_text().count("\n")
+        time.sleep(3)
+        assert (run_dir / "metrics.csv").read_text().count("\n") > rows  # training goes on
+        run.send_signal(signal.SIGTERM)
+        _, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 143, err
+    dropped = [line for line in err.splitlines() if "logger mlflow" in line]
+    assert len(dropped) == 1 and dropped[0].endswith("; it is dropped and the run goes on"), err
