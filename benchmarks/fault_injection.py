@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from fault_injection import BATCH, assert_same_run, kill_and_resume, start  # noqa: E402
+from fault_injection import BATCH, assert_same_run, kill_and_resume, start
 
 
 def main() -> None:

@@ -30,6 +30,8 @@ _LAZY = {
     "build_trainer": "._run",
     "evaluate": "._evaluate",
     "make_vector_env": "._envs",
+    "get_stats_random_rollout": "._envs",
+    "correct_for_frame_skip": "._config",
     "generate_exp_name": "._logger",
     "get_logger": "._logger",
     "get_plugin_manager": "._plugins",
@@ -64,12 +66,14 @@ __all__ = [
     "__version__",
     "build_trainer",
     "check_value",
+    "correct_for_frame_skip",
     "default_config",
     "dump_config",
     "evaluate",
     "generate_exp_name",
     "get_logger",
     "get_plugin_manager",
+    "get_stats_random_rollout",
     "hookimpl",
     "hookspec",
     "load_config",
@@ -81,8 +85,8 @@ __all__ = [
 if TYPE_CHECKING:
     from ._checkpoint import CheckpointBackend, CheckpointError
     from ._collector import Collector, CollectorProtocol
-    from ._config import default_config, dump_config, load_config, save_config
-    from ._envs import EnvWrapperProtocol, SaveableVectorEnv, make_vector_env
+    from ._config import correct_for_frame_skip, default_config, dump_config, load_config, save_config
+    from ._envs import EnvWrapperProtocol, SaveableVectorEnv, get_stats_random_rollout, make_vector_env
     from ._evaluate import evaluate
     from ._logger import Logger, generate_exp_name, get_logger
     from ._options import Range, RunPath, check_value, validate_options

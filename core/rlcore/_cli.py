@@ -115,6 +115,7 @@ def make_cli(pm: PluginManager) -> click.Group:
     @click.option("--logger", "logger_names", multiple=True, metavar="NAME", help="Add a logger (repeatable).")
     @click.option("--out", type=click.Path(file_okay=False), help="The run directory, new or empty (default runs/<algo>_<env>_<time>_<id>).")
     @click.option("--force", is_flag=True, help="Start the run in --out afresh, deleting the run that is there.")
+    @click.option("--profile", is_flag=True, help="Time every hook of every plugin; print a table at the end (trainer.profile).")
     def train(
         config_file: str | None,
         overrides: tuple[str, ...],
@@ -126,6 +127,7 @@ def make_cli(pm: PluginManager) -> click.Group:
         logger_names: tuple[str, ...],
         out: str | None,
         force: bool,
+        profile: bool,
     ) -> int:
         """Train from CONFIG (YAML), the defaults and the overrides."""
         from ._config import CONFIG_FILE, load_config
@@ -152,6 +154,8 @@ def make_cli(pm: PluginManager) -> click.Group:
         overrides = tuple(f"{section}.{key}={value}" for (section, key), value in numbers.items() if value is not None) + overrides
         if logger_names:
             sections["loggers"] = {name: {} for name in logger_names}
+        if profile:
+            overrides = (*overrides, "trainer.profile=true")
         config = load_config(config_file, overrides=overrides, plugin_manager=pm, **sections)
         for info in pm.broken():
             click.echo(f"rlctl: warning: plugin {info.name!r} ({info.distribution}) is not loaded: {info.status[7:]}", err=True)

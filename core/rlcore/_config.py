@@ -89,6 +89,9 @@ class TrainerSection:
     :param device: where the loss module runs (``cpu``, ``cuda``, ``cuda:1``, ``mps``).
     :param num_threads: torch threads on CPU; ``null``: torch's default.
     :param logger_timeout: seconds a logger may take to set up or to write; one that takes longer is dropped.
+    :param max_batches: also stop after this many batches (the old torchrl ``max_iters``); ``null``: no limit.
+    :param max_episodes: also stop once this many episodes have ended; ``null``: no limit.
+    :param profile: time every hook of every plugin and the loop's parts; print a table at the end (``--profile``).
     """
 
     total_frames: Positive = 100_000
@@ -103,6 +106,9 @@ class TrainerSection:
     device: str = "cpu"
     num_threads: Positive | None = 1
     logger_timeout: Annotated[float, Range(gt=0)] = 10.0
+    max_batches: Positive | None = None
+    max_episodes: Positive | None = None
+    profile: bool = False
 
 
 @dataclass
@@ -411,6 +417,29 @@ def default_config(algo: str, env: str | None = None, plugin_manager: Any = None
     if env is not None:
         sections["env"] = {"id": env}
     return load_config(plugin_manager=plugin_manager, **sections)
+
+
+#: Keys counted in env frames that :func:`correct_for_frame_skip` divides (TorchRL's list, by key name).
+FRAME_KEYS = ("frames_per_batch", "total_frames", "record_frames", "annealing_frames", "init_random_frames", "init_env_steps", "noops")
+
+
+def correct_for_frame_skip(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``config`` whose frame counts are divided by ``trainer.frame_skip`` (TorchRL's helper of the same name).
+
+    Every key named in :data:`FRAME_KEYS`, in any section (``collector.frames_per_batch``,
+    ``trainer.total_frames``, a hook's ``record_frames``, an algorithm's ``init_random_frames``, ...),
+    becomes ``value // frame_skip``, so that numbers written in env frames count agent steps.
+
+    :param config: a config with ``trainer.frame_skip``.
+    """
+    skip = int(config.get("trainer", {}).get("frame_skip", 1))
+
+    def divide(node: Any) -> Any:
+        if isinstance(node, Mapping):
+            return {k: v // skip if k in FRAME_KEYS and isinstance(v, int) and not isinstance(v, bool) else divide(v) for k, v in node.items()}
+        return copy.deepcopy(node)
+
+    return divide(config)
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

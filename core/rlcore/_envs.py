@@ -91,6 +91,41 @@ def check_env(env_id: str, kwargs: Mapping[str, Any], plugin_manager: Any) -> No
             raise ConfigError(f"env.kwargs.{key}: {env_id} takes no such argument (valid choices: {', '.join(names) or 'none'})")
 
 
+def get_stats_random_rollout(
+    env: Any, steps: int = 1000, seed: int | None = 0, eps: float = 1e-4, plugin_manager: Any = None
+) -> dict[str, Any]:
+    """Mean and standard deviation of the observations of a random-action rollout (TorchRL's helper of the same name).
+
+    What a fixed observation normalisation (the old torchrl's ``fixed_normalize_states``) is set from.
+
+    :param env: a vector env, or an env id (then made with :func:`make_vector_env`, one env, and closed).
+    :param steps: vector-env steps to take; each reset and step of every env counts.
+    :param seed: the rollout's reset and action-sampling seed.
+    :param eps: the smallest standard deviation returned (constant dimensions).
+    :param plugin_manager: where an env id is looked up.
+    :return: ``{"loc": mean, "scale": std}``, float32 tensors of the observation's shape.
+    """
+    import numpy as np
+    import torch
+
+    own = isinstance(env, str)
+    if own:
+        env = make_vector_env(env, 1, plugin_manager=plugin_manager)
+    try:
+        obs, _ = env.reset(seed=seed)
+        env.action_space.seed(seed)
+        seen = [np.asarray(obs, dtype=np.float64)]
+        for _ in range(steps):
+            obs, *_ = env.step(env.action_space.sample())
+            seen.append(np.asarray(obs, dtype=np.float64))
+    finally:
+        if own:
+            env.close()
+    flat = np.concatenate(seen).reshape(-1, *env.single_observation_space.shape)
+    loc, scale = flat.mean(axis=0), np.maximum(flat.std(axis=0), eps)
+    return {"loc": torch.as_tensor(loc, dtype=torch.float32), "scale": torch.as_tensor(scale, dtype=torch.float32)}
+
+
 def env_states(env: Any) -> dict[str, Any]:
     """The ``state_dict`` of every wrapper of ``env`` that has one, outermost first, keyed by position."""
     states = {}

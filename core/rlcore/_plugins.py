@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import time
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -270,7 +272,7 @@ class PluginManager(pluggy.PluginManager):
             warnings.warn(f"plugin {info.name!r} ({info.distribution}) is not loaded: {info.status[7:]}", stacklevel=2)
 
     # ------------------------------------------------------------------ calling
-    def call_chain(self, hook_name: str, value_name: str, expected: type | None = None, **kwargs: Any) -> Any:
+    def call_chain(self, hook_name: str, value_name: str, expected: type | None = None, timer: Timer | None = None, **kwargs: Any) -> Any:
         """Call a data hook so that each implementation receives the previous one's output.
 
         Order, ``tryfirst``/``trylast`` and wrappers (new-style ``wrapper=True`` and old-style
@@ -281,70 +283,108 @@ class PluginManager(pluggy.PluginManager):
         :param value_name: the argument that carries the data (``batch``).
         :param expected: the type an implementation may return besides ``None`` (a ``TypeError``
             naming the plugin and the hook otherwise).
+        :param timer: adds each implementation's seconds under ``(plugin name, hook name)``.
         :return: the last non-``None`` output, or the input.
         """
-        results = self._call(hook_name, kwargs, value_name, expected)
-        return kwargs[value_name] if results is None else results
+        return self._call(hook_name, kwargs, "chain", expected, timer, value_name)
 
-    def call_each(self, hook_name: str, expected: type | None = None, **kwargs: Any) -> list[tuple[str, Any]]:
+    def call_each(
+        self, hook_name: str, expected: type | None = None, timer: Timer | None = None, **kwargs: Any
+    ) -> list[tuple[str, Any]]:
         """Call a hook and return ``(plugin name, result)`` of each implementation that returned something.
 
-        Like a pluggy call (order, wrappers), but a result is known by its plugin, so that a bad
-        one is named.
+        Like a pluggy call (order, wrappers: they see the plain list of results), but a result is
+        known by its plugin, so that a bad one is named.
 
         :param hook_name: the hook.
         :param expected: the type a result must have (a ``TypeError`` naming the plugin and the hook otherwise).
+        :param timer: adds each implementation's seconds under ``(plugin name, hook name)``.
         """
-        return self._call(hook_name, kwargs, None, expected)
+        return self._call(hook_name, kwargs, "each", expected, timer)
 
-    def _call(self, hook_name: str, kwargs: dict[str, Any], chain: str | None, expected: type | None) -> Any:
+    def call_first(self, hook_name: str, timer: Timer | None = None, **kwargs: Any) -> Any:
+        """Call a ``firstresult`` hook: the first implementation that returns something ends the call.
+
+        :param hook_name: the hook.
+        :param timer: adds each implementation's seconds under ``(plugin name, hook name)``.
+        :return: that result, or ``None``.
+        """
+        return self._call(hook_name, kwargs, "first", None, timer)
+
+    def _call(
+        self, hook_name: str, kwargs: dict[str, Any], mode: str, expected: type | None, timer: Timer | None, chain: str = ""
+    ) -> Any:
+        """The one loop over a hook's implementations behind :meth:`call_chain`, :meth:`call_each` and :meth:`call_first`.
+
+        An error an implementation raises carries where it came from (``rlcore_where``, read by
+        :func:`where_failed`): the plugin and the hook.
+        """
         impls = getattr(self.hook, hook_name).get_hookimpls()
-        if not impls:
-            return None if chain else []
         teardowns: list[Any] = []
-        result: Any = None
         collected: list[tuple[str, Any]] = []
+        result: Any = None
         error: BaseException | None = None
+        clock = time.perf_counter
         try:
             for impl in reversed(impls):
                 args = [kwargs[a] for a in impl.argnames]
-                if impl.hookwrapper or impl.wrapper:
-                    gen = impl.function(*args)
-                    next(gen)
-                    teardowns.append((impl, gen))
-                    continue
-                out = impl.function(*args)
+                tic = clock() if timer is not None else 0.0
+                try:
+                    if impl.hookwrapper or impl.wrapper:
+                        gen = impl.function(*args)
+                        next(gen)
+                        teardowns.append((impl, gen, tic))
+                        continue
+                    out = impl.function(*args)
+                except BaseException as err:
+                    _mark(err, self, impl.plugin_name, hook_name)
+                    raise
+                finally:
+                    if timer is not None:
+                        timer[(impl.plugin_name, hook_name)] = timer.get((impl.plugin_name, hook_name), 0.0) + clock() - tic
                 if out is None:
                     continue
                 if expected is not None and not isinstance(out, expected):
                     raise TypeError(
                         f"plugin {impl.plugin_name!r} returned a {type(out).__name__} from {hook_name}; expected a {expected.__name__} or None"
                     )
-                if chain:
+                if mode == "chain":
                     kwargs[chain] = out
-                else:
+                elif mode == "each":
                     collected.append((impl.plugin_name, out))
-            result = kwargs[chain] if chain else collected
+                else:
+                    result = out
+                    break
+            if mode != "first":
+                result = kwargs[chain] if mode == "chain" else [out for _, out in collected]
         except BaseException as err:  # re-raised below unless a wrapper handles it
             error = err
-        for impl, gen in reversed(teardowns):
+        plain = result
+        for impl, gen, _ in reversed(teardowns):
+            tic = clock() if timer is not None else 0.0
             result, error = _teardown(impl, gen, result, error)
+            if error is not None:
+                _mark(error, self, impl.plugin_name, hook_name)
+            if timer is not None:
+                timer[(impl.plugin_name, hook_name)] = timer.get((impl.plugin_name, hook_name), 0.0) + clock() - tic
         if error is not None:
             raise error
+        if mode == "each":  # a wrapper that replaced the list of results answers for all of them
+            return collected if result is plain else [("wrappers", out) for out in result or []]
         return result
 
-    def blame(self, error: BaseException) -> tuple[str, str] | None:
-        """``(plugin name, hook name)`` of the innermost hook implementation ``error`` was raised through, if any."""
-        owners = {}
-        for hook_name in (*hookspecs.LIFECYCLE_HOOKS, *hookspecs.LOOP_HOOKS):
-            for impl in getattr(self.hook, hook_name).get_hookimpls():
-                owners[getattr(impl.function, "__code__", None)] = (impl.plugin_name, hook_name)
-        found = None
-        tb = error.__traceback__
-        while tb is not None:
-            found = owners.get(tb.tb_frame.f_code, found)
-            tb = tb.tb_next
-        return found
+
+#: seconds spent, by ``(plugin name, hook name)``
+Timer = dict[tuple[str, str], float]
+
+
+def _mark(error: BaseException, pm: PluginManager, plugin: str, hook_name: str) -> None:
+    """Note on ``error`` which plugin's implementation of which hook raised it (the innermost one)."""
+    if getattr(error, "rlcore_where", None) is None and not isinstance(error, (KeyboardInterrupt, SystemExit)):
+        info = pm.infos.get(plugin)
+        dist = f" ({info.distribution})" if info is not None and info.distribution else ""
+        with contextlib.suppress(AttributeError):  # an exception type without a __dict__
+            error.rlcore_where = f"plugin {plugin!r}{dist} at {hook_name}"  # type: ignore[attr-defined]
 
 
 def _commands_added(plugin: Any, pm: PluginManager) -> list[str]:

@@ -23,6 +23,7 @@ from ._guard import DEFAULT_TIMEOUT, GuardedLogger
 from ._logger import Logger
 from ._markers import hookimpl
 from ._plugins import PluginManager, get_plugin_manager
+from ._profile import Profiler
 from .hookspecs import HOOK_POINTS, HookPoint
 
 STATE_VERSION = 1
@@ -115,14 +116,22 @@ class _Core:
         params = [p for group in optimizer.param_groups for p in group["params"]]
         for param in params:  # optimizer.zero_grad(set_to_none=True), without its per-call overhead
             param.grad = None
+        profiler = trainer.profiler
+        tic = time.perf_counter() if profiler is not None else 0.0
         loss.backward()
+        if profiler is not None:
+            profiler.add("backward", time.perf_counter() - tic)
         stats: dict[str, Any] = {}
         if trainer.clip_norm is not None:
             if trainer.clip_grad_norm:
                 stats["grad_norm"] = clip_grad_norm(params, trainer.clip_norm)
             else:
                 nn.utils.clip_grad_value_(params, trainer.clip_norm)
-        optimizer.step()
+        if profiler is None:
+            optimizer.step()
+        else:
+            with profiler.timed("optimizer step"):
+                optimizer.step()
         return stats
 
     @hookimpl(tryfirst=True)
@@ -177,6 +186,10 @@ class Trainer:
         training one (its wrappers' statistics copied and frozen); evaluation hooks use it.
     :param logger_timeout: the deadline, in seconds, of each logger's writes: loggers run in threads of
         their own (:class:`~rlcore._guard.GuardedLogger`), and one that misses it is reported and dropped.
+    :param max_batches: also stop after this many batches (the old torchrl ``train()``'s ``max_iters``).
+    :param max_episodes: also stop once this many episodes have ended.
+    :param profile: time every hook implementation of every plugin, and the collection, loss, backward,
+        optimizer step and checkpoints; log them as ``perf/time/...`` and print a table at the end.
     :param plugin_manager: the plugins of this trainer (the trainer works on a copy, which also holds
         what it registers itself); ``None`` loads the installed ones.
     :param run_dir: the run directory, if any.
@@ -206,6 +219,9 @@ class Trainer:
         save_trainer_file: str | Path | None = None,
         make_env: Callable[..., Any] | None = None,
         logger_timeout: float = DEFAULT_TIMEOUT,
+        max_batches: int | None = None,
+        max_episodes: int | None = None,
+        profile: bool = False,
         plugin_manager: PluginManager | None = None,
         run_dir: str | Path | None = None,
         config: Mapping[str, Any] | None = None,
@@ -224,6 +240,11 @@ class Trainer:
         self.save_trainer_interval = int(save_trainer_interval)
         self.log_interval = int(log_interval)
         self.logger_timeout = logger_timeout
+        self.max_batches = max_batches
+        self.max_episodes = max_episodes
+        #: the run's :class:`~rlcore._profile.Profiler` when it profiles, else ``None``
+        self.profiler = Profiler() if profile else None
+        self._timer = self.profiler.hooks if self.profiler is not None else None
         given = [loggers] if isinstance(loggers, Logger) else list(loggers or [])
         #: every logger of the run, each behind a :class:`~rlcore._guard.GuardedLogger`
         self.loggers: list[Logger] = [self.guard(one) for one in [*given, *([logger] if logger is not None else [])]]
@@ -241,6 +262,7 @@ class Trainer:
         self.collected_frames = 0
         self.batch_frames = 0
         self.batches = 0
+        self.episodes = 0
         self.optim_steps = 0
         self.optim_step_in_batch = 0
         #: the checkpoint this trainer resumed from (:meth:`load_from_file`), if any
@@ -412,7 +434,7 @@ class Trainer:
 
     def _log_hook(self, hook_name: str, batch: Any) -> None:
         """Call a logging hook and log what each implementation returned (a dict, checked here, at the boundary)."""
-        for plugin, result in self.plugin_manager.call_each(hook_name, Mapping, trainer=self, batch=batch):
+        for plugin, result in self.plugin_manager.call_each(hook_name, Mapping, self._timer, trainer=self, batch=batch):
             values = dict(result)
             pbar = bool(values.pop("log_pbar", False))
             try:
@@ -448,6 +470,7 @@ class Trainer:
             "counters": {
                 "collected_frames": self.collected_frames,
                 "batches": self.batches,
+                "episodes": self.episodes,
                 "optim_steps": self.optim_steps,
                 "last_log": dict(self._last_log),
                 "pending_log": {key: list(total) for key, total in self._pending.items()},
@@ -466,6 +489,7 @@ class Trainer:
         counters = state["counters"]
         self.collected_frames = int(counters["collected_frames"])
         self.batches = int(counters["batches"])
+        self.episodes = int(counters.get("episodes", 0))
         self.optim_steps = int(counters["optim_steps"])
         self._last_log = dict(counters.get("last_log", {}))
         self._pending = {key: [float(t), float(n)] for key, (t, n) in counters.get("pending_log", {}).items()}
@@ -515,58 +539,86 @@ class Trainer:
 
     # ------------------------------------------------------------------ the loop
     def train(self) -> None:
-        """Run the loop until ``total_frames`` are collected or a hook calls :meth:`stop`."""
-        hook = self.plugin_manager.hook
+        """Run the loop until ``total_frames`` are collected, ``max_batches`` batches or ``max_episodes``
+        episodes are done (the first criterion met wins), or a hook calls :meth:`stop`."""
+        pm, profiler = self.plugin_manager, self.profiler
         self._open_pbar()
+        tic = time.perf_counter()
         try:
-            hook.rl_setup(trainer=self)
-            if self.collected_frames < self.total_frames:
-                for batch in self.collector:
-                    self._train_batch(batch)
-                    if self._stop or self.collected_frames >= self.total_frames:
-                        break
-            self.save_trainer(force_save=True)
+            pm.call_each("rl_setup", trainer=self)
+            batches = iter(self.collector)
+            while not self._done():
+                if profiler is None:
+                    batch = next(batches)
+                else:
+                    with profiler.timed("collection"):
+                        batch = next(batches)
+                self._train_batch(batch)
+            self._timed_save(force_save=True)
         except BaseException as err:
-            blamed = self.plugin_manager.blame(err)
-            if blamed is not None:
-                info = self.plugin_manager.infos.get(blamed[0])
-                dist = f" ({info.distribution})" if info is not None and info.distribution else ""
-                err.rlcore_where = f"plugin {blamed[0]!r}{dist} at {blamed[1]}"  # type: ignore[attr-defined]
-            hook.rl_exception(trainer=self, exception=err)
+            pm.call_each("rl_exception", trainer=self, exception=err)
             raise
         finally:
+            if profiler is not None:
+                profiler.wall = time.perf_counter() - tic
             self.shutdown()
+            if profiler is not None:
+                print(profiler.table(), file=sys.stderr)
+
+    def _done(self) -> bool:
+        """Whether a stop criterion is met: :meth:`stop`, ``total_frames``, ``max_batches``, ``max_episodes``."""
+        return (
+            self._stop
+            or self.collected_frames >= self.total_frames
+            or (self.max_batches is not None and self.batches >= self.max_batches)
+            or (self.max_episodes is not None and self.episodes >= self.max_episodes)
+        )
 
     def _train_batch(self, batch: Any) -> None:
-        pm, hook = self.plugin_manager, self.plugin_manager.hook
+        pm, timer = self.plugin_manager, self._timer
         self.batch_frames = batch.numel() * self.frame_skip
         self.collected_frames += self.batch_frames
-        batch = pm.call_chain("rl_batch_process", "batch", TensorDictBase, trainer=self, batch=batch)
+        finished = getattr(self.collector, "finished_episodes", None)
+        self.episodes += len(finished[0]) if finished is not None else 0
+        batch = pm.call_chain("rl_batch_process", "batch", TensorDictBase, timer, trainer=self, batch=batch)
         self._log_hook("rl_pre_steps_log", batch)
-        hook.rl_pre_optim_steps(trainer=self)
+        pm.call_each("rl_pre_optim_steps", None, timer, trainer=self)
         self._stop_optim = False
         for j in range(self.optim_steps_per_batch):
             self.optim_step_in_batch = j
-            sub = pm.call_chain("rl_process_optim_batch", "batch", TensorDictBase, trainer=self, batch=batch)
-            losses = self.loss_module(sub)
-            hook.rl_post_loss(trainer=self, batch=sub, losses=losses)
-            stats = hook.rl_optimizer(trainer=self, losses=losses)
+            sub = pm.call_chain("rl_process_optim_batch", "batch", TensorDictBase, timer, trainer=self, batch=batch)
+            if self.profiler is None:
+                losses = self.loss_module(sub)
+            else:
+                with self.profiler.timed("loss forward"):
+                    losses = self.loss_module(sub)
+            pm.call_each("rl_post_loss", None, timer, trainer=self, batch=sub, losses=losses)
+            stats = pm.call_first("rl_optimizer", timer, trainer=self, losses=losses)
             self.optim_steps += 1
             self._accumulate(losses, stats)
-            hook.rl_post_optim(trainer=self)
+            pm.call_each("rl_post_optim", None, timer, trainer=self)
             self._log_hook("rl_post_optim_log", sub)
             if self._stop_optim:
                 break
-        hook.rl_post_steps(trainer=self)
+        pm.call_each("rl_post_steps", None, timer, trainer=self)
         self._log_hook("rl_post_steps_log", batch)
         self.batches += 1
         self._update_pbar()
-        self.save_trainer()
+        self._timed_save()
+        if self.profiler is not None:
+            self.log(self.profiler.per_batch())
+
+    def _timed_save(self, force_save: bool = False) -> None:
+        if self.profiler is None:
+            self.save_trainer(force_save)
+        else:
+            with self.profiler.timed("checkpoint"):
+                self.save_trainer(force_save)
 
     def shutdown(self) -> None:
         """Call ``rl_shutdown``, close the progress bar, flush and close the loggers, stop the collector."""
         try:
-            self.plugin_manager.hook.rl_shutdown(trainer=self)
+            self.plugin_manager.call_each("rl_shutdown", trainer=self)
         finally:
             if self._pbar is not None:
                 self._pbar.close()

@@ -10,6 +10,7 @@ import torch
 from tensordict import TensorDict
 from torch import nn
 
+import rlcore
 from rl_plugin_pg._advantages import gae
 from rl_plugin_pg._losses import PolicyGradientLoss, explained_variance
 
@@ -257,8 +258,9 @@ def test_linear_coefficient_schedule():
     assert loss.entropy_coef == pytest.approx(0.02)
     loss.apply_schedule(2.0)
     assert loss.clip_range == pytest.approx(0.0)
-    with pytest.raises(ValueError, match="cannot schedule"):
+    with pytest.raises(rlcore.ConfigError, match=r"^algo.schedule: cannot schedule 'gamma' \(valid choices: entropy_coef,"):
         _loss("clip", schedule={"gamma": 0.5})
+    assert _loss("clip", schedule={"clip_range": None}).schedule == {}  # null takes a schedule off
 
 
 def test_explained_variance():

@@ -8,12 +8,43 @@ alike. Annotations stay real types (no postponed evaluation) so the kernel can r
 
 import dataclasses
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from rlcore import ConfigError, Range, validate_options
 
 Positive = Annotated[int, Range(ge=1)]
 NonNegative = Annotated[int, Range(ge=0)]
+#: A batch key: a string (dotted for nested keys, ``next.reward``) or a tuple of strings (``("next", "reward")``).
+Key = str | tuple[str, ...]
+#: How the evaluated policy acts: the names of ``tensordict.nn.InteractionType`` (TorchRL's ``ExplorationType``).
+ExplorationName = Literal["deterministic", "random", "mode", "mean", "median"]
+
+
+@runtime_checkable
+class VectorEnvLike(Protocol):
+    """An env instance to evaluate on: a Gymnasium vector env (what :func:`rlcore.evaluate` steps)."""
+
+    num_envs: int
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> Any: ...
+
+    def step(self, actions: Any) -> Any: ...
+
+
+def as_key(key: Any) -> str | tuple[str, ...]:
+    """A batch key as tensordict takes it: ``"next.reward"``, ``["next", "reward"]`` and ``("next", "reward")``
+    are ``("next", "reward")``; ``"observation"`` stays a string.
+
+    :param key: a string, dotted for nested keys, or a sequence of strings.
+    """
+    if isinstance(key, (list, tuple)):
+        return tuple(key) if len(key) > 1 else str(key[0])
+    return tuple(key.split(".")) if "." in key else key
+
+
+def key_name(key: str | tuple[str, ...]) -> str:
+    """A key as one string, dotted for nested keys (``next.reward``): how it is named in logs and messages."""
+    return ".".join(key) if isinstance(key, tuple) else key
 
 
 def _validate(options: Any, key: str, declaration: type) -> None:
@@ -101,10 +132,28 @@ class EvaluationOptions:
     :param max_frames: the most frames one video holds.
     :param final: evaluate once more when training ends (unless it failed).
     :param seed: reset seed of each evaluation's first episode; default the trainer's seed.
-    :param env: evaluate on this env instead of ``trainer.make_env``: a Gymnasium id, or a callable
-        ``env(num_envs=1, **env_kwargs)`` returning a vector env.
+    :param env: evaluate on this env instead of ``trainer.make_env``: a Gymnasium id, a callable
+        ``env(num_envs=1, **env_kwargs)`` returning a vector env, or (from Python) a vector env instance,
+        used as it is for every evaluation and left open (TorchRL's ``environment``).
     :param directory: where the videos go; default ``RUN_DIR/videos``.
+    :param policy: (from Python) the policy to evaluate instead of the trainer's (TorchRL's ``policy_exploration``).
+    :param exploration_type: how the policy acts: ``deterministic`` (its distribution's deterministic
+        sample, the mode for most), ``random`` (it samples), ``mode``, ``mean`` or ``median``; from Python a
+        ``tensordict.nn.InteractionType`` (TorchRL's ``ExplorationType``) too.
+    :param log_keys: also log these keys of the evaluation (TorchRL's): ``next.reward`` logs the mean reward
+        per step divided by ``frame_skip`` and ``total_<name>``, the mean return of the episodes; any key the
+        policy reads or writes (``observation``, ``action``, ...) logs its values over the evaluation's steps
+        (a histogram, or a scalar if there is one value).
+    :param out_keys: the names ``log_keys`` are logged under (``{key: name}``); by default ``next.reward`` is
+        ``r_evaluation`` and any other key its dotted name.
+    :param suffix: the video's file prefix becomes ``eval_<suffix>`` (``eval_<suffix>_<frames>.mp4``), so that two
+        evaluation hooks (say deterministic and random) keep their videos apart.
+    :param log_pbar: show the logged values on the progress bar.
+    :param frame_skip: frames each env step stands for: the mean reward per step of ``log_keys`` is divided by it.
     """
+
+    #: the config key of the hook, in messages
+    config_key: ClassVar[str] = "hooks.evaluation"
 
     record_interval: NonNegative = 10_000
     episodes: Positive | None = 5
@@ -115,13 +164,20 @@ class EvaluationOptions:
     max_frames: Positive = 1000
     final: bool = True
     seed: int | None = None
-    env: str | Callable[..., Any] | None = None
+    env: str | Callable[..., Any] | VectorEnvLike | None = None
     directory: str | None = None
+    policy: Callable[..., Any] | None = None
+    exploration_type: ExplorationName = "deterministic"
+    log_keys: list[Key] | None = None
+    out_keys: dict[Key, str] | None = None
+    suffix: str | None = None
+    log_pbar: bool = False
+    frame_skip: Positive = 1
 
     def __post_init__(self) -> None:
-        _validate(self, "hooks.evaluation", EvaluationOptions)
+        _validate(self, self.config_key, EvaluationOptions)
         if self.episodes is None and self.record_frames is None:
-            raise ConfigError("hooks.evaluation.episodes: set episodes or record_frames (both are null)")
+            raise ConfigError(f"{self.config_key}.episodes: set episodes or record_frames (both are null)")
 
 
-__all__ = ["EvaluationOptions", "TensorDictRecorderOptions", "VideoRecorderOptions"]
+__all__ = ["EvaluationOptions", "ExplorationName", "Key", "TensorDictRecorderOptions", "VectorEnvLike", "VideoRecorderOptions", "as_key", "key_name"]

@@ -1,0 +1,71 @@
+"""Per-hook profiling (``rlctl train --profile``): where the loop's time goes, by plugin and hook point."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+#: The rows the trainer times itself (the rest are ``(plugin, hook)`` rows).
+KERNEL_ROWS = ("collection", "loss forward", "backward", "optimizer step", "checkpoint")
+_CORE = "rlcore.trainer"
+
+
+class Profiler:
+    """Seconds spent in each part of the loop: collection, the loss, backward, the optimizer step, the
+    checkpoints, and every hook implementation of every plugin (the kernel's own included).
+
+    The kernel's default ``rl_optimizer`` runs backward and the optimizer step: they have rows of
+    their own and are taken out of its hook row, so that no second is counted twice.
+    """
+
+    def __init__(self) -> None:
+        #: seconds by ``(plugin, hook)`` or ``("rl-core", kernel row)``
+        self.hooks: dict[tuple[str, str], float] = {}
+        self.wall = 0.0
+        self._logged: dict[str, float] = {}
+
+    @contextmanager
+    def timed(self, row: str) -> Iterator[None]:
+        """Add the time of the ``with`` block to the kernel row ``row``."""
+        tic = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(row, time.perf_counter() - tic)
+
+    def add(self, row: str, seconds: float) -> None:
+        key = ("rl-core", row)
+        self.hooks[key] = self.hooks.get(key, 0.0) + seconds
+
+    def rows(self) -> list[tuple[str, str, float]]:
+        """``(where, what, seconds)``, the largest first."""
+        seconds = dict(self.hooks)
+        inner = seconds.get(("rl-core", "backward"), 0.0) + seconds.get(("rl-core", "optimizer step"), 0.0)
+        if (_CORE, "rl_optimizer") in seconds:
+            seconds[(_CORE, "rl_optimizer")] = max(seconds[(_CORE, "rl_optimizer")] - inner, 0.0)
+        return sorted(((where, what, s) for (where, what), s in seconds.items()), key=lambda row: -row[2])
+
+    def per_batch(self) -> dict[str, float]:
+        """``perf/time/<where>/<what>``: the seconds of each row since the last call."""
+        values = {}
+        for where, what, total in self.rows():
+            key = f"perf/time/{what.replace(' ', '_')}" if where == "rl-core" else f"perf/time/{where}/{what.removeprefix('rl_')}"
+            values[key] = total - self._logged.get(key, 0.0)
+            self._logged[key] = total
+        return values
+
+    def table(self) -> str:
+        """A markdown table of the rows, with their share of the loop's wall time, and what is left untracked."""
+        rows = self.rows()
+        tracked = sum(s for _, _, s in rows)
+        lines = [
+            f"profile of the loop: {self.wall:.2f} s wall, {tracked / max(self.wall, 1e-9):.1%} of it in the rows below",
+            "",
+            "| where | what | seconds | share |",
+            "| --- | --- | --- | --- |",
+        ]
+        lines += [f"| {where} | {what} | {s:.3f} | {s / max(self.wall, 1e-9):.1%} |" for where, what, s in rows]
+        rest = self.wall - tracked
+        lines.append(f"| rl-core | the loop itself (untracked) | {rest:.3f} | {rest / max(self.wall, 1e-9):.1%} |")
+        return "\n".join(lines)

@@ -1,0 +1,116 @@
+"""``RewardNormalizer``: TorchRL's running reward normalisation inside the batch."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+from tensordict import TensorDictBase
+
+from rlcore import TrainerHookBase
+
+from ._options import RewardNormalizerOptions, as_key
+
+if TYPE_CHECKING:
+    from rlcore import Trainer
+
+MASK_KEY = ("collector", "mask")
+REWARD_KEY = ("next", "reward")
+
+
+class RewardNormalizer(RewardNormalizerOptions, TrainerHookBase):
+    """Normalises rewards with running statistics (TorchRL's ``RewardNormalizer``).
+
+    :meth:`update_reward_stats` (at ``batch_process``) folds each collected batch's rewards ``r`` into
+    exponential moving sums, ``decay`` per batch::
+
+        sum   = decay * sum   + r.sum()
+        ssq   = decay * ssq   + (r ** 2).sum()
+        count = decay * count + r.numel()
+        mean  = sum / count
+        var   = (ssq - sum ** 2 / count) / (count - 1)      (0 while count <= 1)
+        std   = sqrt(max(var, eps))
+
+    and :meth:`normalize_reward` (at ``process_optim_batch``) hands each optimisation step a copy of its
+    sub-batch with ``reward = scale * (reward - mean) / std``; the collected batch itself is left as it
+    is. The statistics are the hook's state (checkpointed). The options are those of
+    :class:`~rl_plugin_hooks.RewardNormalizerOptions`.
+    """
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.reward_key = REWARD_KEY if self.reward_key is None else as_key(self.reward_key)
+        if self.eps is None:
+            self.eps = torch.finfo(torch.get_default_dtype()).eps
+        self._reward_stats: dict[str, Any] = {"decay": self.decay}
+        self._update_has_been_called = False
+        self._normalize_has_been_called = False
+
+    @torch.no_grad()
+    def update_reward_stats(self, batch: TensorDictBase) -> None:
+        """Fold the rewards of ``batch`` into the running statistics.
+
+        :param batch: a collected batch (only its valid steps count when it has TorchRL's ``("collector", "mask")``).
+        """
+        reward = batch.get(self.reward_key)
+        if MASK_KEY in batch.keys(include_nested=True):
+            reward = reward[batch.get(MASK_KEY)]
+        stats = self._reward_stats
+        decay = stats.get("decay", 0.999)
+        total = stats["sum"] = decay * stats.get("sum", 0.0) + reward.sum()
+        ssq = stats["ssq"] = decay * stats.get("ssq", 0.0) + reward.pow(2).sum()
+        count = stats["count"] = decay * stats.get("count", 0.0) + reward.numel()
+        stats["mean"] = total / count
+        if count > 1:
+            var = stats["var"] = (ssq - total.pow(2) / count) / (count - 1)
+        else:
+            var = stats["var"] = torch.zeros_like(total)
+        stats["std"] = var.clamp_min(self.eps).sqrt()
+        self._update_has_been_called = True
+
+    def normalize_reward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """A copy of ``tensordict`` with its reward normalised.
+
+        :param tensordict: a sub-batch of one optimisation step.
+        :raises RuntimeError: before any statistics were gathered (:meth:`update_reward_stats` never ran).
+        """
+        if "mean" not in self._reward_stats:
+            raise RuntimeError("RewardNormalizer: no reward statistics yet; register update_reward_stats at batch_process first")
+        tensordict = tensordict.copy()  # the caller's batch keeps its rewards
+        reward = tensordict.get(self.reward_key)
+        mean, std = self._reward_stats["mean"].to(reward.device), self._reward_stats["std"].to(reward.device)
+        tensordict.set(self.reward_key, (reward - mean) / std * self.scale)
+        self._normalize_has_been_called = True
+        return tensordict
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """The running statistics: ``decay``, ``sum``, ``ssq``, ``count``, ``mean``, ``var``, ``std``."""
+        return self._reward_stats
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "_reward_stats": {key: value.clone() if isinstance(value, torch.Tensor) else value for key, value in self._reward_stats.items()},
+            "scale": self.scale,
+            "_normalize_has_been_called": self._normalize_has_been_called,
+            "_update_has_been_called": self._update_has_been_called,
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self._reward_stats = dict(state_dict["_reward_stats"])
+        self.scale = float(state_dict["scale"])
+        self._normalize_has_been_called = bool(state_dict["_normalize_has_been_called"])
+        self._update_has_been_called = bool(state_dict["_update_has_been_called"])
+
+    def register(self, trainer: Trainer, name: str = "reward_normalizer") -> None:
+        """Update the statistics at ``batch_process`` and normalise at ``process_optim_batch`` of ``trainer``.
+
+        :param trainer: the trainer.
+        :param name: the name of its state in checkpoints.
+        """
+        trainer.register_op("batch_process", self.update_reward_stats)
+        trainer.register_op("process_optim_batch", self.normalize_reward)
+        trainer.register_module(name, self)
+
+
+__all__ = ["RewardNormalizer"]
