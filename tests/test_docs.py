@@ -166,7 +166,9 @@ def run_pytest(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize("page", python_pages(), ids=page_id)
 def test_python_examples_run(page: Path, in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
     examples = [b for b in blocks(page) if b.lang == "python" and b.path is None]
-    namespace: dict[str, Any] = {"__name__": f"docs_example_{page.stem}"}
+    module = types.ModuleType(f"docs_example_{page.stem}")  # a real module: dataclasses and pickling look it up
+    namespace: dict[str, Any] = vars(module)
+    sys.modules[module.__name__] = module
     for block in examples:
         before = dict(namespace)
         try:

@@ -19,8 +19,10 @@ Positive = Annotated[int, Range(ge=1)]
 PositiveFloat = Annotated[float, Range(gt=0)]
 #: A batch key: a string, dotted for nested keys (``next.reward``), or a tuple of strings (``("next", "reward")``).
 Key = str | tuple[str, ...]
-#: The evaluation hook's own declarations of the options LogValidationReward hands it.
+#: The evaluation hook's own declarations of the options LogValidationReward hands it on as they are.
 _EVALUATION = {f.name: f.type for f in dataclasses.fields(EvaluationOptions)}
+EnvOption = _EVALUATION["env"]
+ExplorationOption = _EVALUATION["exploration_type"]
 
 
 def as_key(key: Any) -> str | tuple[str, ...]:
@@ -264,8 +266,8 @@ class LogValidationRewardOptions(HookOptions):
     record_frames: Positive
     frame_skip: Positive = 1
     policy_exploration: Any = None
-    environment: _EVALUATION["env"] = None  # type: ignore[valid-type]
-    exploration_type: _EVALUATION["exploration_type"] = "random"  # type: ignore[valid-type]
+    environment: EnvOption = None  # type: ignore[valid-type]
+    exploration_type: ExplorationOption = "random"  # type: ignore[valid-type]
     log_keys: list[Key] | None = None
     out_keys: dict[Key, str] | None = None
     suffix: str | None = None

@@ -1,0 +1,195 @@
+"""``OptimizerHook``: an optimizer stepped from some loss components only; ``OptimizerGroups``, its config form."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from rlcore import ConfigError, TrainerHookBase
+
+from ._options import OptimizerGroupOptions, OptimizerGroupsOptions, OptimizerHookOptions
+
+if TYPE_CHECKING:
+    from rlcore import Trainer
+
+#: the optimizer hooks registered with each trainer, so that each gets its index (TorchRL's ``grad_norm_<index>``)
+_REGISTERED: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+class OptimizerHook(OptimizerHookOptions, TrainerHookBase):
+    """Steps ``optimizer`` from ``loss_components`` only (TorchRL's ``OptimizerHook``), at the ``optimizer`` point.
+
+    Several hooks step several optimizers, each from its own components: an actor's and a critic's with
+    their own learning rates. Each takes the gradients of the sum of its components with respect to its
+    optimizer's parameters alone (``torch.autograd.grad``, the graph kept for the next hook), so a
+    parameter group moves only with its own components even when another component reaches it too
+    (an actor's loss through the critic). Each clips its own parameters' gradients: by norm, or by value
+    with ``clip_grad_norm=False``, at ``clip_norm`` (the trainer's settings unless the hook has its own, as
+    TorchRL's trainer passes its own). Each returns ``{"grad_norm_<index>": norm}`` (logged as
+    ``optim/grad_norm_<index>``), which replaces the trainer's own optimizer step (the ``optimizer`` point's
+    first result wins): pass ``optimizer=None`` to the trainer, as TorchRL's multi-optimizer recipe does.
+
+    Its state is the optimizer's (moments, step counts), saved in checkpoints. The options are those of
+    :class:`~rl_plugin_hooks.OptimizerHookOptions`.
+    """
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.optimizer, torch.optim.Optimizer):
+            raise ConfigError(f"{self.config_key}.optimizer: expected a torch.optim.Optimizer, got {type(self.optimizer).__name__}")
+        if self.loss_components is not None and not self.loss_components:
+            raise ConfigError(f"{self.config_key}.loss_components: cannot be empty; None steps from every loss* component")
+        #: its position among the optimizer hooks of its trainer (``grad_norm_<index>``)
+        self.index = 0
+        self._trainer: Callable[[], Trainer | None] = lambda: None
+
+    def __call__(
+        self,
+        losses_td: Mapping[str, torch.Tensor],
+        clip_grad_norm: bool | None = None,
+        clip_norm: float | None = None,
+        index: int | None = None,
+    ) -> dict[str, torch.Tensor]:
+        """One step of the optimizer from its components of ``losses_td``.
+
+        :param losses_td: the loss module's output.
+        :param clip_grad_norm: TorchRL's argument: by norm or by value; default the hook's, else its trainer's.
+        :param clip_norm: TorchRL's argument: the threshold; default the hook's, else its trainer's, else no clipping.
+        :param index: TorchRL's argument: names the logged norm; default the hook's :attr:`index`.
+        :return: ``{"grad_norm_<index>": the norm of its gradients before clipping}``.
+        """
+        keys = list(losses_td.keys())
+        chosen = [k for k in keys if (k in self.loss_components if self.loss_components is not None else k.startswith("loss"))]
+        if not chosen:
+            wanted = self.loss_components or ["loss*"]
+            raise ValueError(f"OptimizerHook: none of {wanted} is in the losses (they are {', '.join(keys)})")
+        loss = sum((losses_td[k] for k in chosen[1:]), losses_td[chosen[0]])
+        params = [p for group in self.optimizer.param_groups for p in group["params"] if p.requires_grad]
+        if not loss.requires_grad:
+            raise ValueError(f"OptimizerHook: the loss components {chosen} do not depend on any parameter that requires a gradient")
+        grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
+        for param, grad in zip(params, grads, strict=True):
+            param.grad = grad
+        trainer = self._trainer()
+        if clip_grad_norm is None:
+            clip_grad_norm = self.clip_grad_norm if self.clip_grad_norm is not None else getattr(trainer, "clip_grad_norm", True)
+        if clip_norm is None:
+            clip_norm = self.clip_norm if self.clip_norm is not None else getattr(trainer, "clip_norm", None)
+        norm = _clip(params, bool(clip_grad_norm), clip_norm)
+        self.optimizer.step()
+        for param in params:  # optimizer.zero_grad(set_to_none=True)
+            param.grad = None
+        return {f"grad_norm_{self.index if index is None else index}": norm}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(state_dict["optimizer"])
+
+    def register(self, trainer: Trainer, name: str = "optimizer") -> None:
+        """Step at the ``optimizer`` point of ``trainer``, after the optimizer hooks registered before it.
+
+        :param trainer: the trainer, whose ``clip_grad_norm`` and ``clip_norm`` apply unless the hook has its own.
+        :param name: the name of its state in checkpoints (unique: two hooks need two names).
+        """
+        trainer.register_module(name, self)
+        self.index = _REGISTERED.get(trainer, 0)
+        _REGISTERED[trainer] = self.index + 1
+        self._trainer = weakref.ref(trainer)
+        trainer.register_op("optimizer", self)
+
+
+def _clip(params: list[torch.Tensor], clip_grad_norm: bool, clip_norm: float | None) -> torch.Tensor:
+    """Clip the gradients of ``params`` as TorchRL's optimizer hook does; return their norm before clipping."""
+    grads = [p.grad for p in params if p.grad is not None]
+    if clip_grad_norm and clip_norm is not None:
+        return nn.utils.clip_grad_norm_(params, clip_norm)
+    norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])) if grads else torch.zeros(())
+    if clip_norm is not None:
+        nn.utils.clip_grad_value_(params, clip_norm)
+    return norm
+
+
+class OptimizerGroups(OptimizerGroupsOptions, TrainerHookBase):
+    """The config's ``optimizer_hook``: one :class:`OptimizerHook` per group, over the parameters its
+    ``params`` prefixes name, stepped from its ``loss_components``, with its own optimizer options
+    (the ``optim`` section's where it sets none). For example, PPO's actor and critic::
+
+        hooks:
+          optimizer_hook:
+            groups:
+              actor: {params: [policy.actor_net], loss_components: [loss_policy, loss_entropy], lr: 3.0e-4}
+              critic: {params: [policy.critic_net], loss_components: [loss_value], lr: 1.0e-3}
+
+    The groups' hooks replace the trainer's own optimizer step (``optim.lr_schedule`` moves only the
+    trainer's own optimizer). Each group's state is saved as ``<name>.<group>``. The options are those of
+    :class:`~rl_plugin_hooks.OptimizerGroupsOptions` and :class:`~rl_plugin_hooks.OptimizerGroupOptions`.
+    """
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        #: the hook of each group, once registered
+        self.hooks: dict[str, OptimizerHook] = {}
+
+    def register(self, trainer: Trainer, name: str = "optimizer_hook") -> None:
+        """Build each group's optimizer over the loss module's parameters and register its hook.
+
+        :param trainer: the trainer whose loss module's parameters are optimised.
+        :param name: the prefix of the groups' names in checkpoints.
+        :raises ConfigError: for a ``params`` prefix that names no parameter, or an optimizer option set nowhere.
+        """
+        named = dict(trainer.loss_module.named_parameters())
+        optim = dict((getattr(trainer, "config", None) or {}).get("optim", {}))
+        for group, options in self.group_options.items():
+            key = f"{self.config_key}.groups.{group}"
+            params = _select(named, options.params, f"{key}.params")
+            optimizer = _make_optimizer(options, optim, params, key)
+            hook = OptimizerHook(optimizer, options.loss_components, clip_grad_norm=options.clip_grad_norm, clip_norm=options.clip_norm)
+            hook.register(trainer, f"{name}.{group}")
+            self.hooks[group] = hook
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        pass
+
+
+def _select(named: Mapping[str, nn.Parameter], prefixes: list[str] | None, key: str) -> list[nn.Parameter]:
+    """The parameters whose names are one of ``prefixes`` or start with one and a dot (all of them for ``None``)."""
+    if prefixes is None:
+        return list(named.values())
+    chosen: dict[str, nn.Parameter] = {}
+    for prefix in prefixes:
+        found = {n: p for n, p in named.items() if n == prefix or n.startswith(prefix + ".")}
+        if not found:
+            modules = sorted({n.rsplit(".", 1)[0] for n in named if "." in n})
+            raise ConfigError(f"{key}: {prefix!r} names no parameter of the loss module (valid choices: {', '.join(modules)})")
+        chosen.update(found)
+    return list(chosen.values())
+
+
+def _make_optimizer(options: OptimizerGroupOptions, optim: Mapping[str, Any], params: list[nn.Parameter], key: str) -> torch.optim.Optimizer:
+    """An optimizer from a group's options, the ``optim`` section filling in what the group leaves ``null``."""
+
+    def option(name: str) -> Any:
+        value = getattr(options, name)
+        value = optim.get(name) if value is None else value
+        if value is None:
+            raise ConfigError(f"{key}.{name}: required (the trainer has no optim section to take it from)")
+        return value
+
+    name = option("name")
+    kwargs: dict[str, Any] = {"lr": option("lr"), "weight_decay": option("weight_decay")}
+    if name in ("adam", "adamw", "rmsprop"):
+        kwargs["eps"] = option("eps")
+    classes = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "sgd": torch.optim.SGD, "rmsprop": torch.optim.RMSprop}
+    return classes[name](params, **kwargs)
+
+
+__all__ = ["OptimizerGroups", "OptimizerHook"]
