@@ -103,25 +103,11 @@ def metric_rows(run: Path) -> list[tuple[str, str, str]]:
 
 def assert_same_run(whole: Path, killed: Path, frames: int) -> None:
     """The killed-and-resumed run ended bit-identical to the whole one, with the same metrics, each logged once."""
-    import torch
-
-    def identical(a: Any, b: Any, where: str) -> None:
-        if isinstance(a, torch.Tensor):
-            assert torch.equal(a, b), where
-        elif isinstance(a, dict):
-            assert a.keys() == b.keys(), where
-            for key in a:
-                identical(a[key], b[key], f"{where}.{key}")
-        elif isinstance(a, (list, tuple)):
-            assert len(a) == len(b), where
-            for i, (x, y) in enumerate(zip(a, b)):
-                identical(x, y, f"{where}[{i}]")
-        else:
-            assert a == b, where
+    from rlcore.testing import assert_state_equal
 
     reference, resumed = final_state(whole, frames), final_state(killed, frames)
     for part in ("loss_module", "optimizer", "collector", "rng"):
-        identical(reference[part], resumed[part], part)
+        assert_state_equal(reference[part], resumed[part], part)
     rows = metric_rows(killed)
     assert max(Counter((f, n) for f, n, _ in rows).values()) == 1, "a metric was logged twice at one step"
     assert rows == metric_rows(whole), "the resumed run's metrics differ from the whole run's"

@@ -13,9 +13,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import torch
 
 import rlcore
+from rlcore.testing import assert_state_equal
 
 pytest.importorskip("rl_plugin_pg")
 
@@ -35,21 +35,6 @@ def final_state(run_dir: Path, backend: str) -> dict:
     path, state = factory(directory=run_dir / "checkpoints", keep_last=20).load()
     assert path.name.startswith(f"ckpt-{FRAMES:012d}")
     return state
-
-
-def assert_identical(a, b, where: str = "state") -> None:
-    if isinstance(a, torch.Tensor):
-        assert torch.equal(a, b), where
-    elif isinstance(a, dict):
-        assert a.keys() == b.keys(), where
-        for key in a:
-            assert_identical(a[key], b[key], f"{where}[{key!r}]")
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b)):
-            assert_identical(x, y, f"{where}[{i}]")
-    else:
-        assert a == b, where
 
 
 def rows(run_dir: Path) -> list[tuple[str, str, str]]:
@@ -77,8 +62,8 @@ def test_sigkill_then_resume_is_bit_identical(tmp_path, backend):
     assert resumed.returncode == 0, err
     assert "resumed from" in err
 
-    assert_identical(final_state(whole, backend)["loss_module"], final_state(killed, backend)["loss_module"], "loss_module")
-    assert_identical(final_state(whole, backend)["optimizer"], final_state(killed, backend)["optimizer"], "optimizer")
+    assert_state_equal(final_state(whole, backend)["loss_module"], final_state(killed, backend)["loss_module"], "loss_module")
+    assert_state_equal(final_state(whole, backend)["optimizer"], final_state(killed, backend)["optimizer"], "optimizer")
     # metrics.csv: every (frames, name) once, and the same values as the uninterrupted run (wall-clock metrics aside)
     killed_rows = [r for r in rows(killed) if r[1] != "perf/fps"]
     assert max(Counter((f, n) for f, n, _ in killed_rows).values()) == 1

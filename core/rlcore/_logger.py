@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
+import warnings
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -82,6 +83,16 @@ class Logger:
 
         :param step: the checkpoint's collected frames.
         """
+
+    def warn_once(self, message: str) -> None:
+        """Warn ``message`` the first time only (a video skipped for a missing optional dependency, ...).
+
+        :param message: the warning, one line.
+        """
+        warned: set[str] = self.__dict__.setdefault("_warned", set())
+        if message not in warned:
+            warned.add(message)
+            warnings.warn(message, stacklevel=3)
 
     def flush(self) -> None:
         """Make everything logged so far durable."""

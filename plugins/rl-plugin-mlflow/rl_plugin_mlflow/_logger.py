@@ -14,7 +14,6 @@ import re
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -83,7 +82,6 @@ class MLflowLogger(Logger):
         self._pending: list[Metric] = []
         self._sent_at = time.monotonic()
         self._hparams: dict[str, Any] | None = None
-        self._warned_video = False
         self._closed = False
 
     @property
@@ -146,12 +144,7 @@ class MLflowLogger(Logger):
     def log_video(self, name: str, video: Any, step: int, fps: int = 30) -> None:
         """Upload ``video`` as ``videos/<name>_<step>.mp4`` (rl-plugin-video's ``write_mp4``); skipped with one warning without it."""
         if not self.supports_video:
-            if not self._warned_video:
-                warnings.warn(
-                    "rl-plugin-mlflow: videos are not logged; install rl-plugin-video (pip install 'rl-plugin-mlflow[video]')",
-                    stacklevel=2,
-                )
-                self._warned_video = True
+            self.warn_once("rl-plugin-mlflow: videos are not logged; install rl-plugin-video (pip install 'rl-plugin-mlflow[video]')")
             return
         from rl_plugin_video import write_mp4
 

@@ -14,7 +14,6 @@ import io
 import os
 import sys
 import time
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -54,7 +53,6 @@ class TensorBoardLogger(Logger):
         self._closed = False
         #: videos need rl-plugin-video's frame pipeline (the ``video`` extra)
         self.supports_video = importlib.util.find_spec("rl_plugin_video") is not None
-        self._warned_video = False
 
     def resume(self, step: int) -> None:
         """Purge the events logged after ``step`` by the interrupted run (TensorBoard's ``purge_step``)."""
@@ -91,12 +89,7 @@ class TensorBoardLogger(Logger):
         :raises ValueError: when ``video`` is not ``[time, height, width, 1|3|4]`` (see ``rl_plugin_video.to_rgb_video``).
         """
         if not self.supports_video:
-            if not self._warned_video:
-                warnings.warn(
-                    "rl-plugin-tensorboard: videos are not logged; install rl-plugin-video (pip install 'rl-plugin-tensorboard[video]')",
-                    stacklevel=2,
-                )
-                self._warned_video = True
+            self.warn_once("rl-plugin-tensorboard: videos are not logged; install rl-plugin-video (pip install 'rl-plugin-tensorboard[video]')")
             return
         from rl_plugin_video import to_rgb_video
 

@@ -13,7 +13,6 @@ import io
 import os
 import sys
 import tempfile
-import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -71,7 +70,6 @@ class WandbLogger(Logger):
         self.run.define_metric("*", step_metric=STEP_METRIC)
         #: mp4 videos need rl-plugin-video's frame pipeline (the ``video`` extra)
         self.supports_video = importlib.util.find_spec("rl_plugin_video") is not None
-        self._warned_video = False
         self._closed = False
 
     def _log(self, values: Mapping[str, Any], step: int) -> None:
@@ -97,12 +95,7 @@ class WandbLogger(Logger):
         """Log ``video`` as a ``wandb.Video`` mp4, written by rl-plugin-video's ``write_mp4`` (W&B's own encoder needs
         moviepy); skipped with one warning without rl-plugin-video."""
         if not self.supports_video:
-            if not self._warned_video:
-                warnings.warn(
-                    "rl-plugin-wandb: videos are not logged; install rl-plugin-video (pip install 'rl-plugin-wandb[video]')",
-                    stacklevel=2,
-                )
-                self._warned_video = True
+            self.warn_once("rl-plugin-wandb: videos are not logged; install rl-plugin-video (pip install 'rl-plugin-wandb[video]')")
             return
         from rl_plugin_video import write_mp4
 
