@@ -177,7 +177,7 @@ class EvaluationHook(EvaluationOptions, PluginHook):
         self.last = evaluation
         return evaluation
 
-    def _values(self, result: Mapping[str, list[Any]], steps: _StepRecorder | None) -> dict[str, Any]:
+    def _values(self, result: Mapping[str, Any], steps: _StepRecorder | None) -> dict[str, Any]:
         """The values of ``log_keys``, by name (TorchRL's): the reward per step and the mean return, or what the policy saw."""
         values: dict[str, Any] = {}
         for key, name in self.logged.items():

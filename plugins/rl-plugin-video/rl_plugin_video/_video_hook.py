@@ -1,12 +1,15 @@
 """The ``video_recorder`` hook: videos of the training envs, from the batch's pixels or the env's ``render()``.
 
 Rendered frames come through the collector's step observers (``Collector.add_step_observer``): the
-hook watches the training envs without changing them.
+hook watches the training envs without changing them. Frames of a batch key (``source: pixels``)
+are read in ``rl_batch_process`` by a hook wrapper: from the batch as collected, ``[envs, time]``,
+with what the other implementations wrote into it (rl-plugin-envs' ``pixels`` wrapper, a hook of
+the user's), before or after an algorithm flattens it to ``[envs * time]`` (rl-plugin-pg does).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,10 +76,17 @@ class VideoRecorderHook(VideoRecorderOptions, PluginHook):
             self._remove_observer = add_step_observer(self._on_step)
         self._maybe_start()
 
+    @hookimpl(wrapper=True)
+    def rl_batch_process(self, batch: Any) -> Generator[None, Any, Any]:
+        """Record the frames of the processed batch, in its ``[envs, time]`` shape as collected."""
+        collected = batch
+        processed = yield
+        if not self._render and self._recorder is not None:
+            self._record_batch(_with_time(collected, processed, self.key))
+        return processed
+
     @hookimpl
-    def rl_post_steps_log(self, trainer: Trainer, batch: Any) -> None:
-        if not self._render:
-            self._record_batch(batch)
+    def rl_post_steps_log(self, trainer: Trainer) -> None:
         self._maybe_start()
 
     @hookimpl
@@ -99,9 +109,9 @@ class VideoRecorderHook(VideoRecorderOptions, PluginHook):
                 "or record the env's render() (source: render, env.kwargs.render_mode: rgb_array)"
             )
         done = batch.get(("next", "done"), None)
-        if batch.batch_dims == 1:
+        if batch.batch_dims == 1:  # a batch of one env's steps
             pixels, done = pixels[None], None if done is None else done[None]
-        envs = min(int(batch.batch_size[0]), self.max_envs)
+        envs = min(int(pixels.shape[0]), self.max_envs)
         pixels = as_array(pixels[:envs])
         steps = pixels.shape[1]
         ended = np.zeros((envs, steps), dtype=bool)
@@ -143,6 +153,17 @@ class VideoRecorderHook(VideoRecorderOptions, PluginHook):
         if self._recorder is not None and self._trainer is not None:
             self._recorder.dump(self._trainer.collected_frames)
         self._recorder = None
+
+
+def _with_time(collected: Any, processed: Any, key: str) -> Any:
+    """The batch to record from: the collected one (``[envs, time]``, changed in place by the data hooks) when it holds
+    ``key``, else the processed one, brought back to ``[envs, time]`` when an algorithm flattened it."""
+    name = tuple(key.split(".")) if "." in key else key
+    if collected.get(name, None) is not None or processed is None:
+        return collected
+    if processed.batch_dims == 1 and collected.batch_dims == 2 and processed.numel() == collected.numel():
+        return processed.reshape(collected.batch_size)
+    return processed
 
 
 __all__ = ["VideoRecorderHook"]

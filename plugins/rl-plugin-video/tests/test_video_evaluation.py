@@ -165,3 +165,55 @@ def test_eval_video_option_only_with_the_plugin_and_no_heavy_import() -> None:
         done = subprocess.run([sys.executable, "-c", code, *argv], env=env, capture_output=True, text=True, timeout=60, check=True)
         assert ("--video" in done.stdout) == shown, done.stdout
         assert json.loads(done.stderr.strip().splitlines()[-1]) == []
+
+
+def test_torchrls_log_keys_exploration_type_and_suffix(run_dir: Path) -> None:
+    from rlcore.testing import MemoryLogger
+
+    memory = MemoryLogger()
+    options = {
+        "record_interval": 64,
+        "episodes": 2,
+        "exploration_type": "random",
+        "log_keys": ["next.reward", "action"],
+        "out_keys": {"action": "eval/actions"},
+        "frame_skip": 2,
+        "log_pbar": True,
+        "video": True,
+        "suffix": "random",
+    }
+    trainer, hooks = build_trainer(run_dir, {"evaluation": options}, total_frames=64, loggers=(memory,))
+    trainer.train()
+    evaluation = hooks["evaluation"].last
+    assert memory.steps("r_evaluation") == [64] and memory.values["r_evaluation"][0][1] == 0.5  # 1 a step, over frame_skip 2
+    assert memory.values["total_r_evaluation"] == memory.values["eval/episode_return"] == [(64, float(np.mean(evaluation.returns)))]
+    actions = memory.histograms["eval/actions"][0][1]
+    assert actions.shape == (sum(evaluation.lengths),) and set(actions.tolist()) <= {0.0, 1.0}  # one per step of both episodes
+    assert trainer._pbar_values["r_evaluation"] == 0.5
+    assert evaluation.video == run_dir / "videos" / "eval_random_000000064.mp4"
+
+
+def test_another_policy_an_env_instance_and_no_trainer() -> None:
+    from tensordict.nn import InteractionType, interaction_type
+
+    loss = TinyLoss()
+    modes: list[Any] = []
+
+    def policy(td: Any) -> Any:
+        modes.append(interaction_type())
+        return loss.policy(td)
+
+    env = make_env(1)
+    hook = rlcore.get_plugin_manager(only=["rl-plugin-video"]).factory("hooks", "evaluation")(
+        episodes=2, policy=policy, env=env, exploration_type=InteractionType.MODE, log_keys=[("next", "reward")]
+    )
+    evaluation = hook.run(None)  # the options name the policy and the env: no trainer needed
+    assert len(evaluation.returns) == 2 and set(modes) == {InteractionType.MODE}
+    assert evaluation.values == {"r_evaluation": 1.0, "total_r_evaluation": float(np.mean(evaluation.returns))}
+    env.step(env.action_space.sample())  # an instance is the caller's: left open
+    env.close()
+    unknown = r"^hooks\.evaluation\.log_keys: 'next\.done' is not a key of the evaluation's steps \(valid choices: next\.reward, "
+    with pytest.raises(rlcore.ConfigError, match=unknown):
+        rlcore.get_plugin_manager(only=["rl-plugin-video"]).factory("hooks", "evaluation")(
+            episodes=1, policy=loss.policy, env=ENV_ID, log_keys=["next.done"]
+        ).run(None)

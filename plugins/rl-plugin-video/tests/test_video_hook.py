@@ -122,3 +122,43 @@ def test_state_is_checkpointed(run_dir: Path) -> None:
     assert state == {"next_start": 64 + 50}  # the second video started after the second batch
     hooks["video_recorder"].load_state_dict({"next_start": 500})
     assert hooks["video_recorder"].state_dict() == {"next_start": 500}
+
+
+@pytest.mark.parametrize("algo", ["pg", "a2c", "spg", "ppo", "ppo-kl"])
+def test_pixels_from_the_pixel_wrapper_with_every_pg_algorithm(tmp_path: Path, algo: str) -> None:
+    """rl-plugin-pg flattens its batches to [envs * time]: the recorder still tiles the envs' rendered frames step by step."""
+    pytest.importorskip("rl_plugin_pg")
+    pytest.importorskip("rl_plugin_envs")
+    pytest.importorskip("cv2")
+    from rl_plugin_video import read_video
+
+    config = rlcore.load_config(
+        overrides=[
+            f"algo.name={algo}",
+            "env.num_envs=2",
+            "env.kwargs={render_mode: rgb_array}",
+            "env.wrappers={pixels: {height: 40, width: 60}}",
+            "collector.frames_per_batch=32",
+            "trainer.total_frames=64",
+            "trainer.seed=0",
+            "trainer.progress_bar=false",
+            "loggers={csv: null, console: null}",
+            "hooks={video_recorder: {source: pixels, interval: 1000, dump_on_episode_end: false}}",
+        ]
+    )
+    seen: list[np.ndarray] = []
+
+    class Watch:
+        @rlcore.hookimpl(trylast=True)
+        def rl_batch_process(self, batch: Any) -> None:
+            seen.append(batch["pixels"].reshape(2, 16, 40, 60, 3).numpy().copy())  # flattened by then, env-major
+
+    trainer = rlcore.build_trainer(config, run_dir=tmp_path / "run")
+    trainer.register_plugin(Watch(), "watch")
+    trainer.train()
+    (video,) = (tmp_path / "run" / "videos").glob("*.mp4")
+    frames = read_video(video)
+    assert frames.shape == (32, 40, 120, 3)  # two envs side by side, every step of both batches
+    expected = np.concatenate([np.concatenate([b[0], b[1]], axis=2) for b in seen])  # [steps, 40, 120, 3]
+    assert np.abs(frames.astype(int) - expected.astype(int)).mean() < 6  # the same frames, through H.264
+    assert np.abs(frames[1:].astype(int) - frames[:-1].astype(int)).mean() > 0.1  # and the cart moves
