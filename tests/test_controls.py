@@ -117,7 +117,7 @@ def test_get_stats_random_rollout_matches_a_hand_rollout():
 def test_profile_accounts_for_the_loop_and_logs_perf_values(tmp_path, capsys):
     pytest.importorskip("rl_plugin_pg")
     config = rlcore.load_config(
-        algo={"name": "ppo"}, overrides=["trainer.total_frames=4096", "trainer.profile=true", "loggers.console=null", "trainer.seed=0"]
+        algo={"name": "ppo"}, overrides=["trainer.total_frames=8192", "trainer.profile=true", "loggers.console=null", "trainer.seed=0"]
     )
     trainer = rlcore.build_trainer(config, run_dir=tmp_path / "run")
     trainer.train()

@@ -30,6 +30,7 @@ _LAZY = {
     "build_trainer": "._run",
     "evaluate": "._evaluate",
     "make_vector_env": "._envs",
+    "make_optimizer": "._run",
     "get_stats_random_rollout": "._envs",
     "correct_for_frame_skip": "._config",
     "generate_exp_name": "._logger",
@@ -77,6 +78,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "load_config",
+    "make_optimizer",
     "make_vector_env",
     "save_config",
     "validate_options",
@@ -92,7 +94,7 @@ if TYPE_CHECKING:
     from ._options import Range, RunPath, check_value, validate_options
     from ._plugins import PluginInfo, PluginManager, get_plugin_manager
     from ._registry import Algorithm
-    from ._run import build_trainer
+    from ._run import build_trainer, make_optimizer
     from ._trainer import Trainer, TrainerHookBase
 
 

@@ -45,8 +45,16 @@ def _preparse(argv: Sequence[str]) -> tuple[list[str] | None, list[str]]:
     return only, block
 
 
+def _say(text: str) -> None:
+    """A message on stderr, from rank 0 only when ``torchrun`` started several ranks (they would all say it)."""
+    from ._distributed import secondary_rank
+
+    if not secondary_rank():
+        click.echo(text, err=True)
+
+
 def _echo_error(message: str) -> None:
-    click.echo(f"rlctl: error: {message}", err=True)
+    _say(f"rlctl: error: {message}")
 
 
 def make_cli(pm: PluginManager) -> click.Group:
@@ -161,10 +169,10 @@ def make_cli(pm: PluginManager) -> click.Group:
             click.echo(f"rlctl: warning: plugin {info.name!r} ({info.distribution}) is not loaded: {info.status[7:]}", err=True)
         trainer = build_trainer(config, run_dir=run_dir, plugin_manager=pm, resume=bool(resume), force=force)
         if trainer.resumed_from is not None:
-            click.echo(f"rlctl: resumed from {trainer.resumed_from} at {trainer.collected_frames} frames", err=True)
+            _say(f"rlctl: resumed from {trainer.resumed_from} at {trainer.collected_frames} frames")
         received = _stop_on_signals(trainer)
         trainer.train()
-        click.echo(f"rlctl: {trainer.collected_frames} frames, run directory {trainer.run_dir}", err=True)
+        _say(f"rlctl: {trainer.collected_frames} frames, run directory {trainer.run_dir}")
         return SIGNAL_EXIT[received[0]] if received else EXIT_OK
 
     @cli.command("eval", cls=ReportCommand)
@@ -216,7 +224,7 @@ def _stop_on_signals(trainer: Any) -> list[int]:
         if received:
             raise KeyboardInterrupt
         received.append(signum)
-        click.echo(f"\nrlctl: {signal.Signals(signum).name}: finishing the batch and writing a checkpoint", err=True)
+        _say(f"\nrlctl: {signal.Signals(signum).name}: finishing the batch and writing a checkpoint")
         trainer.stop()
 
     for signum in SIGNAL_EXIT:
@@ -261,7 +269,7 @@ def build_cli(pm: PluginManager) -> click.Group:
 
 def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
     """Warnings as one line each: ``rlctl: warning: ...``."""
-    click.echo(f"rlctl: warning: {message}", err=True)
+    _say(f"rlctl: warning: {message}")
 
 
 #: What failed, by command, for the last line of an unexpected error.

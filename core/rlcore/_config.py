@@ -47,10 +47,17 @@ class EnvSection:
 class CollectorSection:
     """``collector``: how batches are collected.
 
+    :param name: the collector: ``local`` (the run's envs stepped in the training process), or one
+        registered by a plugin (``ray``); the section's other keys are that collector's own options.
     :param frames_per_batch: frames per batch, a multiple of ``env.num_envs``.
     """
 
+    name: str = "local"
     frames_per_batch: Positive = 512
+
+
+#: The arguments the kernel gives a collector factory itself (not options of the ``collector`` section).
+COLLECTOR_ARGUMENTS = ("env", "policy", "frames_per_batch", "device", "make_env")
 
 
 @dataclass
@@ -254,6 +261,9 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: Any) -> dict[str, An
     defaults["algo"]["name"] = name
     config = merge(defaults, user)
     for section, declared in SECTION_TYPES.items():
+        if section == "collector":
+            config[section] = _collector_section(config[section], plugin_manager)
+            continue
         config[section] = validate_options(section, declared, config[section])
     options = {k: v for k, v in config["algo"].items() if k != "name"}
     config["algo"] = {"name": name, **validate_options("algo", algorithm.option_types(), options)}
@@ -273,6 +283,27 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: Any) -> dict[str, An
     _check_recorded(recorded)
     config[PLUGINS_KEY] = participants(config, plugin_manager)
     return config
+
+
+def _collector_section(values: Mapping[str, Any], plugin_manager: Any) -> dict[str, Any]:
+    """The ``collector`` section, checked: the kernel's keys (``name``, ``frames_per_batch``), then the named
+    collector's own options (its factory's keyword parameters), their defaults filled in.
+
+    :raises ConfigError: for an unknown collector, an unknown key (naming the valid ones) or a bad value.
+    """
+    from ._options import REQUIRED, options_of
+
+    kernel_keys = [f.name for f in dataclasses.fields(CollectorSection)]
+    kernel = validate_options("collector", CollectorSection, {k: v for k, v in values.items() if k in kernel_keys})
+    factory = plugin_manager.factory("collectors", kernel["name"], key="collector.name")
+    declared, open_ended = options_of(factory)
+    declared = {n: o for n, o in declared.items() if n not in COLLECTOR_ARGUMENTS}
+    given = {k: v for k, v in values.items() if k not in kernel_keys}
+    unknown = [k for k in given if k not in declared]
+    if unknown and not open_ended:
+        raise ConfigError(f"unknown key collector.{unknown[0]} (valid choices: {', '.join([*kernel_keys, *declared])})")
+    defaults = {n: o.default for n, o in declared.items() if o.default is not REQUIRED}
+    return {**kernel, **validate_options("collector", factory, {**defaults, **given}, COLLECTOR_ARGUMENTS)}
 
 
 def check_config(config: Mapping[str, Any], plugin_manager: Any) -> None:
@@ -325,6 +356,7 @@ def participants(config: Mapping[str, Any], plugin_manager: Any) -> dict[str, st
     from .hookspecs import LIFECYCLE_HOOKS, LOOP_HOOKS
 
     used = [("algorithms", config["algo"]["name"]), ("checkpoint_backends", config["checkpoint"]["backend"]), ("envs", config["env"]["id"])]
+    used += [("collectors", config["collector"]["name"])]
     used += [(section, n) for section in NAMED_SECTIONS for n, o in config[section].items() if o is not None]
     used += [("env_wrappers", n) for n in config["env"]["wrappers"]]
     names = {plugin_manager.registry(kind)[n][0] for kind, n in used if n in plugin_manager.registry(kind)}

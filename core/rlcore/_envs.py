@@ -45,6 +45,12 @@ def env_maker(env_id: str, plugin_manager: Any) -> tuple[Callable[..., Any], Cal
     """How one env of ``env_id`` is made: ``(make(**kwargs), constructor)``, the constructor being
     what receives the kwargs (to check their names).
 
+    ``env_id`` is a name from ``rl_register_envs``, a Gymnasium id, or Gymnasium's ``module:EnvId``
+    (the module is imported first, as ``gymnasium.make`` does). An id that a package registers when
+    it is imported works without that import: the packages of :data:`REGISTERING_MODULES` (``ALE/``
+    ids: ale-py) and those that declare a ``gymnasium.envs`` entry point (MinAtar) are loaded when
+    the id is not registered yet.
+
     :raises ConfigError: for an id that is neither registered by a plugin nor a Gymnasium id, with close matches.
     """
     import gymnasium
@@ -53,16 +59,91 @@ def env_maker(env_id: str, plugin_manager: Any) -> tuple[Callable[..., Any], Cal
     if env_id in registered:
         factory = registered[env_id][1]
         return factory, factory
-    if env_id in gymnasium.registry:
+    gym_id = gymnasium_id(env_id)
+    if gym_id is not None:
         from gymnasium.envs.registration import load_env_creator
 
-        entry = gymnasium.spec(env_id).entry_point
+        entry = gymnasium.spec(gym_id).entry_point
         constructor: Callable[..., Any] = load_env_creator(entry) if isinstance(entry, str) else entry or gymnasium.make
-        return partial(gymnasium.make, env_id), constructor
+        return partial(make_gymnasium_env, env_id), constructor
+    import difflib
+
     names = [*registered, *gymnasium.registry]
-    close = [name for name in names if name.lower().startswith(env_id.lower().split("-")[0])][:5]
+    wanted = env_id.rsplit(":", 1)[-1]
+    close = [name for name in names if name.lower().startswith(wanted.lower().split("-")[0])][:5]
+    close = close or difflib.get_close_matches(wanted, names, n=5, cutoff=0.6)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
+    namespace = wanted.split("/")[0] if "/" in wanted else None
+    package = next((pkg for prefix, pkg in REGISTERING_MODULES.items() if wanted.startswith(prefix)), None)
+    if package is not None and namespace is not None and not any(n.startswith(f"{namespace}/") for n in gymnasium.registry):
+        hint += f"; its ids come with the package {package[1]} (pip install {package[1]})"
     raise ConfigError(f"env.id: unknown env {env_id!r} (neither a Gymnasium id nor a registered env{hint})")
+
+
+#: Packages that register Gymnasium ids when they are imported, by the ids' prefix: ``(module, pip name)``.
+REGISTERING_MODULES: dict[str, tuple[str, str]] = {
+    "ALE/": ("ale_py", "ale-py"),
+    "MinAtar/": ("minatar.gym", "minatar"),
+    "dm_control/": ("shimmy", "shimmy[dm-control]"),
+    "MiniGrid-": ("minigrid", "minigrid"),
+    "BabyAI-": ("minigrid", "minigrid"),
+}
+_ENTRY_POINTS_LOADED: list[bool] = []
+
+
+def gymnasium_id(env_id: str) -> str | None:
+    """The id of ``env_id`` in Gymnasium's registry once the package that registers it is imported, or ``None``.
+
+    ``module:EnvId`` imports ``module`` (Gymnasium's own form); an id missing from the registry loads
+    the package :data:`REGISTERING_MODULES` names for its prefix, then the ``gymnasium.envs`` entry
+    points (Gymnasium 0.26-0.29's plugins, which MinAtar still declares), once per process.
+
+    :raises ConfigError: when the module of ``module:EnvId`` cannot be imported.
+    """
+    import importlib
+
+    import gymnasium
+
+    module, _, name = env_id.rpartition(":")
+    if module:
+        try:
+            importlib.import_module(module)
+        except ImportError as err:
+            raise ConfigError(f"env.id: cannot import module {module!r} of {env_id!r} ({err})") from None
+    if name in gymnasium.registry:
+        return name
+    prefix = next((p for p in REGISTERING_MODULES if name.startswith(p)), None)
+    if prefix is not None:
+        try:
+            importlib.import_module(REGISTERING_MODULES[prefix][0])
+        except ImportError:
+            pass
+        if name in gymnasium.registry:
+            return name
+    if not _ENTRY_POINTS_LOADED:
+        from importlib.metadata import entry_points
+
+        _ENTRY_POINTS_LOADED.append(True)
+        for entry_point in entry_points(group="gymnasium.envs"):
+            try:
+                loaded = entry_point.load()
+                if callable(loaded):
+                    loaded()
+            except Exception:  # a broken package leaves its ids out, never the lookup
+                continue
+    return name if name in gymnasium.registry else None
+
+
+def make_gymnasium_env(env_id: str, **kwargs: Any) -> Any:
+    """``gymnasium.make`` for ``env_id`` (see :func:`gymnasium_id`), importing the package that registers it
+    first: also in the worker process of an async vector env started with ``spawn``.
+
+    :param env_id: a Gymnasium id, or ``module:EnvId``.
+    :param kwargs: the env's keyword arguments.
+    """
+    import gymnasium
+
+    return gymnasium.make(gymnasium_id(env_id) or env_id, **kwargs)
 
 
 #: Keyword arguments ``gymnasium.make`` takes itself, whatever the env.

@@ -194,7 +194,10 @@ def describe(annotation: Any) -> str:
     if origin is Literal:
         return "one of " + ", ".join(str(a) for a in args)
     if origin in (list, tuple, set, frozenset) or annotation in (list, tuple):
-        return f"a list of {_plural(describe(args[0]))}" if args and args[0] is not Any and args[0] is not Ellipsis else "a list"
+        if not args or args[0] is Any or args[0] is Ellipsis:
+            return "a list"
+        item = describe(args[0])
+        return f"a list of {_plural(item)}" if " or " not in item else f"a list, each item {item}"
     if origin in (dict, Mapping) or annotation in (dict, Mapping):
         keys, values = typing.get_args(annotation) if len(typing.get_args(annotation)) == 2 else (Any, Any)
         if _origin(keys) is not Literal:

@@ -33,8 +33,16 @@ FIRST_PARTY: dict[str, dict[str, str]] = {
     "checkpoint_backends": {"torchsnapshot": "rl-plugin-torchsnapshot", "torch": "rlcore.torch_checkpoint"},
     "env_wrappers": {n: "rlcore.gymnasium" for n in ("normalize_observation", "normalize_reward")},
     "vectorizations": {n: "rlcore.gymnasium" for n in ("sync", "async")},
+    "collectors": {"local": "rlcore.gymnasium", "ray": "rl-plugin-ray"},
     "hooks": {n: "rl-plugin-video" for n in ("video_recorder", "tensordict_recorder", "evaluation")}
-    | {n: "rl-plugin-replay" for n in ("replay_buffer", "target_updater")},
+    | {n: "rl-plugin-replay" for n in ("replay_buffer", "target_updater")}
+    | {
+        n: "rl-plugin-hooks"
+        for n in (
+            "batch_subsampler", "clear_cuda_cache", "count_frames_log", "log_scalar", "log_validation_reward",
+            "optimizer_hook", "reward_normalizer", "select_keys", "update_weights",
+        )
+    },
     "envs": {},
     "commands": {"plot": "rl-plugin-plot", "eval --video": "rl-plugin-video", "eval --fps": "rl-plugin-video"},
 }

@@ -6,14 +6,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-#: The rows the trainer times itself (the rest are ``(plugin, hook)`` rows).
-KERNEL_ROWS = ("collection", "loss forward", "backward", "optimizer step", "checkpoint")
 _CORE = "rlcore.trainer"
 
 
 class Profiler:
     """Seconds spent in each part of the loop: collection, the loss, backward, the optimizer step, the
-    checkpoints, and every hook implementation of every plugin (the kernel's own included).
+    checkpoints, handing values to the loggers, and every hook implementation of every plugin (the
+    kernel's own included).
 
     The kernel's default ``rl_optimizer`` runs backward and the optimizer step: they have rows of
     their own and are taken out of its hook row, so that no second is counted twice.

@@ -16,6 +16,7 @@ KINDS: dict[str, str] = {
     "envs": "rl_register_envs",
     "env_wrappers": "rl_register_env_wrappers",
     "vectorizations": "rl_register_vectorizations",
+    "collectors": "rl_register_collectors",
     "checkpoint_backends": "rl_register_checkpoint_backends",
     "hooks": "rl_register_hooks",
 }

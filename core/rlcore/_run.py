@@ -6,6 +6,7 @@ import math
 import random
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,9 @@ from typing import Any
 import torch
 
 from ._checkpoint import CheckpointBackend, CheckpointError
-from ._collector import Collector
 from ._config import CONFIG_FILE, check_config, flatten, resolve_config, save_config
+from ._distributed import Distributed, DistributedCheckpoint, from_environment
+from ._distributed import check_config as check_distributed
 from ._envs import env_states, load_env_states, make_vector_env
 from ._errors import ConfigError
 from ._logger import generate_exp_name
@@ -62,7 +64,11 @@ class EnvState:
 
 
 def make_optimizer(options: Mapping[str, Any], params: Any) -> torch.optim.Optimizer:
-    """An optimizer from the ``optim`` section (Adam and AdamW fused, on CPU as on GPU)."""
+    """An optimizer from the ``optim`` section's ``name``, ``lr``, ``eps`` and ``weight_decay`` (Adam and AdamW fused, on CPU as on GPU).
+
+    :param options: the ``optim`` section, or a mapping with those keys.
+    :param params: the parameters (or parameter groups) to optimise.
+    """
     kwargs: dict[str, Any] = {"lr": options["lr"], "weight_decay": options["weight_decay"]}
     name = options["name"]
     if name in ("adam", "adamw", "rmsprop"):
@@ -106,26 +112,37 @@ def build_trainer(
     config = resolve_config(config, pm)
     check_config(config, pm)
     trainer_cfg = config["trainer"]
+    distributed = from_environment(trainer_cfg["device"])  # the ranks of a torchrun run, else None
     if trainer_cfg["seed"] is None:
         trainer_cfg["seed"] = random.randrange(2**31)
-    run = RunDirectory(run_dir if run_dir is not None else default_run_dir(config), resume=resume, force=force)
-    env = None
+    path = Path(run_dir) if run_dir is not None else default_run_dir(config)
+    if distributed is not None:  # one seed and one run directory, rank 0's; rank 0 alone writes there
+        check_distributed(config)
+        trainer_cfg["seed"], path = distributed.broadcast((trainer_cfg["seed"], path))
+    open_run = partial(RunDirectory, path, resume=resume, force=force)
+    run = open_run() if distributed is None else distributed.on_main(open_run, share=False)
+    trainer = None
     try:
         if resume:
-            check_same_algorithm(run.path, config["algo"]["name"])
-        trainer = _build(config, run.path, pm)
-        env = getattr(trainer.collector, "env", None)
+            same_algorithm = partial(check_same_algorithm, path, config["algo"]["name"])
+            same_algorithm() if distributed is None else distributed.on_main(same_algorithm)
+        trainer = _build(config, path, pm, distributed)
         if resume:
             _resume(trainer)
-        run.commit()
-        save_config(config, run.path / CONFIG_FILE)
-        _add_loggers(trainer, config, run.path, pm, resumed=resume)
+        if run is not None:
+            run.commit()
+            save_config(config, run.path / CONFIG_FILE)
+            _add_loggers(trainer, config, run.path, pm, resumed=resume)
     except BaseException:
-        if env is not None:
-            env.close()
-        run.abandon()
+        if trainer is not None:
+            trainer.collector.shutdown()  # type: ignore[attr-defined]
+        if run is not None:
+            run.abandon()
+        if distributed is not None:
+            distributed.close()
         raise
-    trainer.register_plugin(_Release(run), "rlcore.run_directory")
+    if run is not None:
+        trainer.register_plugin(_Release(run), "rlcore.run_directory")
     return trainer
 
 
@@ -140,17 +157,27 @@ class _Release:
         self.run.release()
 
 
-def _build(config: dict[str, Any], run_dir: Path, pm: PluginManager) -> Trainer:
-    """The trainer of a checked config, with its hooks, and no logger yet; nothing is written."""
+def _build(config: dict[str, Any], run_dir: Path, pm: PluginManager, distributed: Distributed | None = None) -> Trainer:
+    """The trainer of a checked config, with its hooks, and no logger yet; nothing is written.
+
+    With ``distributed``, the trainer is one rank of data-parallel learners: its envs and RNGs seeded
+    apart from the other ranks' (``seed + rank * env.num_envs``), its gradients averaged with theirs,
+    its checkpoints written together with theirs, its progress bar shown on rank 0 only.
+    """
     trainer_cfg, env_cfg = config["trainer"], config["env"]
     torch.manual_seed(trainer_cfg["seed"])
     if trainer_cfg["num_threads"] is not None:
         torch.set_num_threads(trainer_cfg["num_threads"])
     make_env, env, loss_module = _build_parts(config, pm)
+    collector = None
     try:
         device = torch.device(trainer_cfg["device"])
-        collector = Collector(env, loss_module.policy, config["collector"]["frames_per_batch"], device=device)
+        collector = make_collector(config, env, loss_module.policy, device, pm)
         optimizer = make_optimizer(config["optim"], loss_module.parameters())
+        checkpoint = _backend(config, run_dir, pm)
+        if distributed is not None:
+            checkpoint = DistributedCheckpoint(checkpoint, distributed)
+        main = distributed is None or distributed.is_main
         steps = trainer_cfg["optim_steps_per_batch"] or getattr(loss_module, "optim_steps_per_batch", 1)
         trainer = Trainer(
             collector=collector,
@@ -161,21 +188,23 @@ def _build(config: dict[str, Any], run_dir: Path, pm: PluginManager) -> Trainer:
             optim_steps_per_batch=steps,
             clip_grad_norm=trainer_cfg["clip_grad_norm"],
             clip_norm=trainer_cfg["clip_norm"],
-            progress_bar=trainer_cfg["progress_bar"],
-            seed=trainer_cfg["seed"],
+            progress_bar=trainer_cfg["progress_bar"] and main,
+            seed=trainer_cfg["seed"] + (0 if distributed is None else distributed.rank * env_cfg["num_envs"]),
             save_trainer_interval=trainer_cfg["save_trainer_interval"],
             log_interval=trainer_cfg["log_interval"],
             logger_timeout=trainer_cfg["logger_timeout"],
             max_batches=trainer_cfg["max_batches"],
             max_episodes=trainer_cfg["max_episodes"],
             profile=trainer_cfg["profile"],
-            checkpoint=_backend(config, run_dir, pm),
+            checkpoint=checkpoint,
             plugin_manager=pm,
             run_dir=run_dir,
             config=config,
             device=device,
             make_env=partial(_frozen_env, make_env, env, env_cfg["kwargs"]),
         )
+        if distributed is not None:
+            distributed.attach(trainer)
         if env_states(env):
             trainer.register_module("env", EnvState(env))
         if config["optim"]["lr_schedule"] != "constant":
@@ -190,9 +219,70 @@ def _build(config: dict[str, Any], run_dir: Path, pm: PluginManager) -> Trainer:
             else:
                 trainer.register_plugin(hook, name)
     except BaseException:
-        env.close()
+        if collector is not None:
+            collector.shutdown()  # it owns the env (and a remote one its workers)
+        else:
+            env.close()
         raise
     return trainer
+
+
+@dataclass(frozen=True)
+class EnvFactory:
+    """A picklable recipe of the run's vector env: ``make_env(num_envs)`` builds one like it in any process.
+
+    What a collector whose envs run elsewhere (Ray workers) is given. The envs and wrappers are looked
+    up again where it is called, among the installed plugins (with the run's restriction to some
+    plugins and its blocked ones): plugins registered in the running process only are not there.
+
+    :param env_id: ``env.id``.
+    :param vectorization: ``env.vectorization``.
+    :param kwargs: ``env.kwargs``.
+    :param wrappers: ``env.wrappers``.
+    :param only: load only these third-party plugins (``None``: every one).
+    :param block: never load these.
+    """
+
+    env_id: str
+    vectorization: str = "sync"
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    wrappers: Mapping[str, Any] = field(default_factory=dict)
+    only: frozenset[str] | None = None
+    block: frozenset[str] = frozenset()
+
+    def __call__(self, num_envs: int) -> Any:
+        """A new vector env of ``num_envs`` envs, in ``SAME_STEP`` autoreset mode.
+
+        :param num_envs: how many envs.
+        """
+        pm = get_plugin_manager(only=self.only, block=self.block)
+        return make_vector_env(
+            self.env_id, num_envs, vectorization=self.vectorization, kwargs=self.kwargs, wrappers=self.wrappers, plugin_manager=pm
+        )
+
+
+def make_collector(config: Mapping[str, Any], env: Any, policy: Any, device: torch.device, pm: PluginManager) -> Any:
+    """The collector of ``collector.name`` (``rl_register_collectors``) with the section's other keys as its options.
+
+    :param config: the resolved config.
+    :param env: the run's vector env (the collector owns it from here on).
+    :param policy: the policy that acts.
+    :param device: where batches go.
+    :param pm: the run's plugins.
+    """
+    options = dict(config["collector"])
+    name, frames_per_batch = options.pop("name"), options.pop("frames_per_batch")
+    env_cfg = config["env"]
+    make_env = EnvFactory(
+        env_cfg["id"],
+        env_cfg["vectorization"],
+        dict(env_cfg["kwargs"]),
+        dict(env_cfg["wrappers"]),
+        frozenset(pm._only) if pm._only is not None else None,
+        frozenset(pm._block),
+    )
+    factory = pm.factory("collectors", name, key="collector.name")
+    return factory(env, policy, frames_per_batch, device=device, make_env=make_env, **options)
 
 
 def check_same_algorithm(run_dir: Path, algo: str) -> None:

@@ -53,8 +53,8 @@ class _Ops:
 
     Each op receives what TorchRL passes it: the hook's first argument after ``trainer``
     (``batch`` or ``losses``), or nothing at an operation point. At a data point each op's output
-    (or its input, for ``None``) goes to the next; logging ops' dicts are merged; at ``optimizer``
-    the first op's statistics are extended by the later ones'.
+    (or its input, for ``None``) goes to the next; each logging op's dict is logged with its own
+    ``log_pbar``; at ``optimizer`` the first op's statistics are extended by the later ones'.
     """
 
     def __init__(self, point: HookPoint) -> None:
@@ -65,11 +65,11 @@ class _Ops:
         if name in hookspecs.DATA_HOOKS:
             impl = lambda batch: self._chain(batch)
         elif name in hookspecs.LOGGING_HOOKS:
-            impl = lambda batch: self._merge(batch)
+            impl = lambda trainer, batch: self._log_each(trainer, batch)
         elif not args:
             impl = lambda: self._each()
         elif args[0] == "losses":
-            impl = lambda losses: self._merge(losses, stats=True)
+            impl = lambda losses: self._merge(losses)
         else:
             impl = lambda batch: self._each(batch)
         setattr(self, name, hookimpl(impl))
@@ -80,12 +80,24 @@ class _Ops:
             batch = batch if out is None else out
         return batch
 
+    def _log_each(self, trainer: Trainer, batch: Any) -> None:
+        """Log each op's dict with its own ``log_pbar``, as TorchRL does."""
+        for op, kwargs in self.ops:
+            values = op(batch, **kwargs)
+            if values is None:
+                continue
+            if not isinstance(values, Mapping):
+                raise TypeError(f"the op {getattr(op, '__name__', op)!r} returned a {type(values).__name__}; a logging op returns a dict or None")
+            values = dict(values)
+            pbar = bool(values.pop("log_pbar", False))
+            trainer.log(values, log_pbar=pbar)
+
     def _each(self, *args: Any) -> None:
         for op, kwargs in self.ops:
             op(*args, **kwargs)
 
-    def _merge(self, arg: Any, stats: bool = False) -> dict[str, Any] | None:
-        merged: dict[str, Any] | None = None if stats else {}
+    def _merge(self, arg: Any) -> dict[str, Any] | None:
+        merged: dict[str, Any] | None = None
         for op, kwargs in self.ops:
             out = op(arg, **kwargs)
             if out is not None:
@@ -165,7 +177,8 @@ class Trainer:
     installed plugin, see ``RLCORE_PLUGINS``) take part in the loop; so does ``loss_module`` when
     it has ``@rlcore.hookimpl`` methods.
 
-    :param collector: an iterable of TensorDict batches ``[envs, time]`` (e.g. :class:`rlcore.Collector`).
+    :param collector: an iterable of TensorDict batches ``[envs, time]`` (e.g. :class:`rlcore.Collector`); one
+        with ``@rlcore.hookimpl`` methods takes part in the loop as a plugin (like the loss module).
     :param loss_module: returns a TensorDict of losses from a sub-batch.
     :param optimizer: steps the loss module's parameters; ``None`` leaves the step to hooks.
     :param total_frames: stop once this many frames are collected.
@@ -279,9 +292,14 @@ class Trainer:
         self._pbar: Any = None
         self._pbar_values: dict[str, float] = {}
 
+        #: the data-parallel learners of a ``torchrun`` run (:class:`rlcore._distributed.Distributed`), else ``None``
+        self.distributed: Any = None
+
         self.register_plugin(_Core(), "rlcore.trainer")
         if any(self.plugin_manager.parse_hookimpl_opts(loss_module, n) for n in dir(type(loss_module))):
             self.register_plugin(loss_module, "rlcore.loss_module")
+        if any(self.plugin_manager.parse_hookimpl_opts(collector, n) for n in dir(type(collector))):
+            self.register_plugin(collector, "rlcore.collector")
         if seed is not None:
             self.set_seed(seed)
 
@@ -438,7 +456,11 @@ class Trainer:
             values = dict(result)
             pbar = bool(values.pop("log_pbar", False))
             try:
-                self.log(values, log_pbar=pbar)
+                if self.profiler is None:
+                    self.log(values, log_pbar=pbar)
+                else:
+                    with self.profiler.timed("logging"):
+                        self.log(values, log_pbar=pbar)
             except TypeError as err:
                 raise TypeError(f"plugin {plugin!r} at {hook_name}: {err}") from None
 
@@ -486,6 +508,9 @@ class Trainer:
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned."""
+        learners = int(state.get("distributed", {}).get("world_size", 1))
+        if learners != (1 if self.distributed is None else self.distributed.world_size):
+            raise ValueError(f"the checkpoint was written by {learners} data-parallel learner(s); resume it with as many (torchrun --nproc_per_node)")
         counters = state["counters"]
         self.collected_frames = int(counters["collected_frames"])
         self.batches = int(counters["batches"])
@@ -545,7 +570,7 @@ class Trainer:
         self._open_pbar()
         tic = time.perf_counter()
         try:
-            pm.call_each("rl_setup", trainer=self)
+            pm.call_each("rl_setup", None, self._timer, trainer=self)
             batches = iter(self.collector)
             while not self._done():
                 if profiler is None:
@@ -566,9 +591,14 @@ class Trainer:
                 print(profiler.table(), file=sys.stderr)
 
     def _done(self) -> bool:
-        """Whether a stop criterion is met: :meth:`stop`, ``total_frames``, ``max_batches``, ``max_episodes``."""
+        """Whether a stop criterion is met: :meth:`stop`, ``total_frames``, ``max_batches``, ``max_episodes``.
+
+        Data-parallel learners decide together (:meth:`rlcore._distributed.Distributed.agree`): one rank's
+        :meth:`stop` stops them all after the same batch, and episodes are counted across ranks.
+        """
+        stop = self._stop if self.distributed is None else self.distributed.agree(self)
         return (
-            self._stop
+            stop
             or self.collected_frames >= self.total_frames
             or (self.max_batches is not None and self.batches >= self.max_batches)
             or (self.max_episodes is not None and self.episodes >= self.max_episodes)
@@ -576,7 +606,7 @@ class Trainer:
 
     def _train_batch(self, batch: Any) -> None:
         pm, timer = self.plugin_manager, self._timer
-        self.batch_frames = batch.numel() * self.frame_skip
+        self.batch_frames = batch.numel() * self.frame_skip * (1 if self.distributed is None else self.distributed.world_size)
         self.collected_frames += self.batch_frames
         finished = getattr(self.collector, "finished_episodes", None)
         self.episodes += len(finished[0]) if finished is not None else 0
@@ -595,7 +625,11 @@ class Trainer:
             pm.call_each("rl_post_loss", None, timer, trainer=self, batch=sub, losses=losses)
             stats = pm.call_first("rl_optimizer", timer, trainer=self, losses=losses)
             self.optim_steps += 1
-            self._accumulate(losses, stats)
+            if self.profiler is None:
+                self._accumulate(losses, stats)
+            else:
+                with self.profiler.timed("logging"):
+                    self._accumulate(losses, stats)
             pm.call_each("rl_post_optim", None, timer, trainer=self)
             self._log_hook("rl_post_optim_log", sub)
             if self._stop_optim:
@@ -606,7 +640,8 @@ class Trainer:
         self._update_pbar()
         self._timed_save()
         if self.profiler is not None:
-            self.log(self.profiler.per_batch())
+            with self.profiler.timed("logging"):
+                self.log(self.profiler.per_batch())
 
     def _timed_save(self, force_save: bool = False) -> None:
         if self.profiler is None:

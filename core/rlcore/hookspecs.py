@@ -267,6 +267,25 @@ def rl_register_vectorizations() -> dict[str, Any] | None:
 
 
 @hookspec
+def rl_register_collectors() -> dict[str, Any] | None:
+    """Contribute collectors by name (``collector.name``: ``local``, ``ray``, ...).
+
+    A factory is called as ``factory(env, policy, frames_per_batch, *, device, make_env, **options)``:
+    ``env`` is the run's vector env, built in this process (``env.num_envs`` envs, the configured
+    wrappers); ``policy`` the loss module's policy; ``frames_per_batch`` the frames of every batch it
+    yields; ``device`` where batches go; ``make_env(num_envs)`` a picklable function that builds a
+    vector env like ``env`` in any process (the config's id, vectorization, kwargs and wrappers, the
+    plugins found again there); ``options`` the other keys of the ``collector`` section, which the
+    factory declares as its keyword parameters (checked like any plugin's options). It returns a
+    :class:`rlcore.CollectorProtocol` and owns ``env`` (it closes it at ``shutdown``). A collector
+    with ``@rlcore.hookimpl`` methods is registered as a plugin of the run (to log, or to push
+    weights after the optimisation steps).
+
+    :return: ``{name: factory}``.
+    """
+
+
+@hookspec
 def rl_register_checkpoint_backends() -> dict[str, Any] | None:
     """Contribute checkpoint backends by name (``checkpoint.backend``, env ``CKPT_BACKEND``).
 

@@ -36,35 +36,108 @@ def sub_env_state(env: Any) -> list[dict[str, Any]] | None:
 
     A layer with ``state_dict``/``load_state_dict`` saves itself; Gymnasium's classic-control envs
     and common wrappers keep their state in plain attributes (numbers, arrays, a numpy generator),
-    which are saved. Any other layer makes the env unsaveable.
+    which are saved. A MuJoCo env (Gymnasium's ``MujocoEnv``) saves its simulator: MuJoCo's
+    integration state (time, ``qpos``, ``qvel``, ``act``, the solver's warm start, controls, applied
+    forces, mocap bodies), the arrays of its ``MjData`` (so that quantities an env reads from the last
+    step, like body positions, are as they were), and its plain attributes with its random generator.
+    Any other layer makes the env unsaveable.
     """
-    import torch
-
     layers: list[dict[str, Any]] = []
     for layer in _chain(env):
         if hasattr(layer, "state_dict") and hasattr(layer, "load_state_dict"):
             layers.append({"state_dict": layer.state_dict()})
             continue
-        if not type(layer).__module__.startswith(SAVEABLE_MODULES):
+        if _is_mujoco(layer):
+            layers.append({"mujoco": _mujoco_state(layer)})
+            continue
+        if not (type(layer).__module__.startswith(SAVEABLE_MODULES) or isinstance(layer, _StateAccess)):
             return None
-        attrs: dict[str, Any] = {}
-        for key, value in vars(layer).items():
-            if key in _DESCRIPTIVE:
-                continue
-            if isinstance(value, np.random.Generator):
-                attrs[key] = {"numpy_generator": value.bit_generator.state}
-            elif isinstance(value, np.ndarray):
-                attrs[key] = {"ndarray": torch.from_numpy(value.copy())}
-            elif isinstance(value, np.generic):
-                attrs[key] = value.item()
-            elif value is None or isinstance(value, (bool, int, float, str)):
-                attrs[key] = value
-            elif not key.startswith("_") and hasattr(value, "contains"):  # a space
-                continue
-            else:
-                return None
+        attrs = _plain_attrs(layer, strict=True)
+        if attrs is None:
+            return None
         layers.append({"attrs": attrs})
     return layers
+
+
+def _plain_attrs(layer: Any, strict: bool) -> dict[str, Any] | None:
+    """A layer's attributes that hold state (numbers, strings, arrays, numpy generators), in checkpoint types.
+
+    :param strict: return ``None`` at an attribute of any other type (else leave it out).
+    """
+    import torch
+
+    attrs: dict[str, Any] = {}
+    for key, value in vars(layer).items():
+        if key in _DESCRIPTIVE:
+            continue
+        if isinstance(value, np.random.Generator):
+            attrs[key] = {"numpy_generator": value.bit_generator.state}
+        elif isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+            attrs[key] = {"ndarray": torch.from_numpy(value.copy())}
+        elif isinstance(value, np.generic):
+            attrs[key] = value.item()
+        elif value is None or isinstance(value, (bool, int, float, str)):
+            attrs[key] = value
+        elif not key.startswith("_") and hasattr(value, "contains"):  # a space
+            continue
+        elif strict:
+            return None
+    return attrs
+
+
+def _is_mujoco(layer: Any) -> bool:
+    """Whether ``layer`` is a Gymnasium MuJoCo env (``gymnasium.envs.mujoco.MujocoEnv``), without importing mujoco."""
+    import sys
+
+    module = sys.modules.get("gymnasium.envs.mujoco.mujoco_env")
+    base = getattr(module, "MujocoEnv", None) if module is not None else None
+    return base is not None and isinstance(layer, base)
+
+
+def _mujoco_state(layer: Any) -> dict[str, Any]:
+    """A MuJoCo env's simulator state (see :func:`sub_env_state`)."""
+    import mujoco
+    import torch
+
+    model, data = layer.model, layer.data
+    spec = mujoco.mjtState.mjSTATE_INTEGRATION
+    integration = np.empty(mujoco.mj_stateSize(model, spec), dtype=np.float64)
+    mujoco.mj_getState(model, data, integration, spec)
+    arrays = {}
+    for name in dir(data):
+        if name.startswith("_"):
+            continue
+        try:
+            value = getattr(data, name)
+        except Exception:  # a property that does not apply to this model
+            continue
+        if isinstance(value, np.ndarray) and value.dtype.names is None and value.dtype.kind in "biuf":
+            arrays[name] = torch.from_numpy(value.copy())
+    return {"integration": torch.from_numpy(integration), "arrays": arrays, "attrs": _plain_attrs(layer, strict=False)}
+
+
+def _load_mujoco_state(layer: Any, state: dict[str, Any]) -> None:
+    import mujoco
+
+    model, data = layer.model, layer.data
+    mujoco.mj_setState(model, data, np.asarray(state["integration"], dtype=np.float64), mujoco.mjtState.mjSTATE_INTEGRATION)
+    for name, value in state["arrays"].items():
+        target = getattr(data, name, None)
+        if isinstance(target, np.ndarray) and target.shape == tuple(value.shape) and target.flags.writeable:
+            target[...] = np.asarray(value)
+    _load_attrs(layer, state["attrs"])
+
+
+def _load_attrs(layer: Any, attrs: dict[str, Any]) -> None:
+    for key, value in attrs.items():
+        if isinstance(value, dict) and "numpy_generator" in value:
+            generator_state = value["numpy_generator"]
+            generator = np.random.Generator(getattr(np.random, generator_state["bit_generator"])())
+            generator.bit_generator.state = generator_state
+            value = generator
+        elif isinstance(value, dict) and "ndarray" in value:
+            value = value["ndarray"].numpy().copy()
+        setattr(layer, key, value)
 
 
 def load_sub_env_state(env: Any, layers: list[dict[str, Any]]) -> None:
@@ -72,16 +145,10 @@ def load_sub_env_state(env: Any, layers: list[dict[str, Any]]) -> None:
     for layer, state in zip(_chain(env), layers, strict=True):
         if "state_dict" in state:
             layer.load_state_dict(state["state_dict"])
-            continue
-        for key, value in state["attrs"].items():
-            if isinstance(value, dict) and "numpy_generator" in value:
-                generator_state = value["numpy_generator"]
-                generator = np.random.Generator(getattr(np.random, generator_state["bit_generator"])())
-                generator.bit_generator.state = generator_state
-                value = generator
-            elif isinstance(value, dict) and "ndarray" in value:
-                value = value["ndarray"].numpy().copy()
-            setattr(layer, key, value)
+        elif "mujoco" in state:
+            _load_mujoco_state(layer, state["mujoco"])
+        else:
+            _load_attrs(layer, state["attrs"])
 
 
 class StatefulSyncVectorEnv(SyncVectorEnv):

@@ -1,4 +1,5 @@
-"""Builtin plugin: Gymnasium's vector envs (``sync``, ``async``) and wrappers that normalise observations and rewards."""
+"""Builtin plugin: Gymnasium's vector envs (``sync``, ``async``) and the ``local`` collector that steps the run's
+vector env in the training process. The env wrappers (normalisation and the others) come with rl-plugin-envs."""
 
 from __future__ import annotations
 
@@ -6,33 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 from rlcore import hookimpl
-
-
-def normalize_observation(env: Any, epsilon: float = 1e-8, clip: float = 10.0) -> Any:
-    """Standardise observations with running statistics (``info["final_obs"]`` too).
-
-    :param env: the vector env.
-    :param epsilon: added to the variance.
-    :param clip: normalised values are clipped to ``[-clip, clip]``.
-    """
-    from ._normalize import NormalizeObservation
-
-    return NormalizeObservation(env, epsilon=epsilon, clip=clip)
-
-
-def normalize_reward(env: Any, gamma: float = 0.99, epsilon: float = 1e-8, clip: float = 10.0) -> Any:
-    """Scale rewards by the running standard deviation of the discounted return.
-
-    The raw reward stays in ``info["raw_reward"]``, which the collector uses for episode returns.
-
-    :param env: the vector env.
-    :param gamma: the discount of the return whose spread is tracked.
-    :param epsilon: added to the variance.
-    :param clip: scaled rewards are clipped to ``[-clip, clip]``.
-    """
-    from ._normalize import NormalizeReward
-
-    return NormalizeReward(env, gamma=gamma, epsilon=epsilon, clip=clip)
 
 
 def sync_vector_env(make_env: Callable[[], Any], num_envs: int, **_: Any) -> Any:
@@ -58,11 +32,28 @@ def async_vector_env(make_env: Callable[[], Any], num_envs: int, **_: Any) -> An
     return StatefulAsyncVectorEnv([make_env] * num_envs)
 
 
+def local_collector(env: Any, policy: Any, frames_per_batch: int, *, device: Any = "cpu", make_env: Any = None) -> Any:
+    """The in-process collector (``collector.name: local``, the default): :class:`rlcore.Collector` on the run's env.
+
+    It has no options of its own.
+
+    :param env: the run's vector env, which it steps.
+    :param policy: the policy that acts.
+    :param frames_per_batch: frames per batch, a multiple of ``env.num_envs``.
+    :param device: where the policy runs and batches go.
+    :param make_env: unused (the envs are the run's own).
+    """
+    from rlcore import Collector
+
+    return Collector(env, policy, frames_per_batch, device=device)
+
+
+@hookimpl
+def rl_register_collectors() -> dict[str, Any]:
+    return {"local": local_collector}
+
+
 @hookimpl
 def rl_register_vectorizations() -> dict[str, Any]:
     return {"sync": sync_vector_env, "async": async_vector_env}
 
-
-@hookimpl
-def rl_register_env_wrappers() -> dict[str, Any]:
-    return {"normalize_observation": normalize_observation, "normalize_reward": normalize_reward}
