@@ -83,6 +83,7 @@ def run_rlcore(seed: int, frames: int) -> dict[str, Any]:
         f"algo.gamma={h['gamma']}",
         f"algo.gae_lambda={h['gae_lambda']}",
         f"algo.clip_range={h['clip_range']}",
+        "algo.schedule.clip_range=null",  # rl-core's PPO anneals the clip range by default; SB3's stays constant
         f"algo.entropy_coef={h['entropy_coef']}",
         f"algo.value_coef={h['value_coef']}",
         "algo.hidden_sizes=[64, 64]",
