@@ -12,19 +12,19 @@ in Python as in TorchRL, ``SelectKeys(["observation", "action"]).register(traine
 ``trainer.register_op("process_optim_batch", BatchSubSampler(batch_size=64, sub_traj_len=8))``.
 Every hook is an :class:`rlcore.TrainerHookBase` whose state is saved in checkpoints.
 
-=============================  ======================  ==========================================================
-class                          config name             what
-=============================  ======================  ==========================================================
-:class:`BatchSubSampler`       ``batch_subsampler``    sub-trajectories at ``process_optim_batch``, within episodes
-:class:`ClearCudaCache`        ``clear_cuda_cache``    ``torch.cuda.empty_cache()`` every ``interval`` batches
-:class:`CountFramesLog`        ``count_frames_log``    logs ``n_frames``
-:class:`LogScalar`             ``log_scalar``          logs the mean of a batch key (the reward)
-:class:`OptimizerHook`         ``optimizer_hook``      an optimizer stepped from some loss components
-:class:`LogValidationReward`   ``log_validation_reward``  evaluates the policy every ``record_interval`` batches
-:class:`RewardNormalizer`      ``reward_normalizer``   running reward normalisation
-:class:`SelectKeys`            ``select_keys``         keeps some keys of each batch
-:class:`UpdateWeights`         ``update_weights``      pushes the policy's weights to the collector
-=============================  ======================  ==========================================================
+============================  =========================  ============================================================
+class                         config name                what
+============================  =========================  ============================================================
+:class:`BatchSubSampler`      ``batch_subsampler``       sub-trajectories at ``process_optim_batch``, within episodes
+:class:`ClearCudaCache`       ``clear_cuda_cache``       ``torch.cuda.empty_cache()`` every ``interval`` batches
+:class:`CountFramesLog`       ``count_frames_log``       logs ``n_frames``
+:class:`LogScalar`            ``log_scalar``             logs the mean of a batch key (the reward)
+:class:`OptimizerHook`        ``optimizer_hook``         an optimizer stepped from some loss components only
+:class:`LogValidationReward`  ``log_validation_reward``  evaluates the policy every ``record_interval`` batches
+:class:`RewardNormalizer`     ``reward_normalizer``      running reward normalisation
+:class:`SelectKeys`           ``select_keys``            keeps some keys of each batch
+:class:`UpdateWeights`        ``update_weights``         pushes the policy's weights to the collector
+============================  =========================  ============================================================
 
 ``ExplorationType`` and ``set_exploration_type`` are tensordict's ``InteractionType`` and
 ``set_interaction_type`` under TorchRL's names, so that a TorchRL script ports by its imports.
@@ -40,7 +40,7 @@ from collections.abc import Callable
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from rlcore import hookimpl
+from rlcore import hookimpl, validate_options
 
 from ._options import (
     BatchSubSamplerOptions,
@@ -132,13 +132,15 @@ def _factory(options: type[HookOptions], hook_class: str) -> Callable[..., Any]:
     """The ``rl_register_hooks`` factory of a hook: imports the hook class only when called.
 
     It carries the signature and docstring of ``options`` less its Python-only options, so the kernel
-    checks the config's option names and types (and ``help()`` shows them) without importing torch.
+    checks the config's option names and types (and ``help()`` shows them) without importing torch;
+    called from Python, it checks them the same way (one line naming ``hooks.<name>.<option>``).
 
     :param options: the hook's options dataclass.
     :param hook_class: the name of the hook class in this package.
     """
 
     def factory(**kwargs: Any) -> Any:
+        kwargs = validate_options(f"hooks.{options.config_name}", factory, kwargs)  # a missing or unknown option too
         return getattr(import_module(_LAZY[hook_class], __name__), hook_class)(**kwargs)
 
     signature = inspect.signature(options)

@@ -27,14 +27,16 @@ class LogScalar(LogScalarOptions, TrainerHookBase):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.reward_key = REWARD_KEY if self.reward_key is None else as_key(self.reward_key)
+        #: the logged key, as tensordict takes it (also :attr:`reward_key`, as in TorchRL)
+        self.key = REWARD_KEY if self.reward_key is None else as_key(self.reward_key)
+        self.reward_key = self.key
 
     def __call__(self, batch: TensorDictBase) -> dict[str, Any]:
         """``{logname: mean, "log_pbar": log_pbar}``.
 
         :param batch: the processed batch.
         """
-        value = batch.get(self.reward_key)
+        value = batch.get(self.key)
         if MASK_KEY in batch.keys(include_nested=True):
             value = value[batch.get(MASK_KEY)]
         return {self.logname: value.float().mean().item(), "log_pbar": self.log_pbar}

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from rlcore import ConfigError, TrainerHookBase
+from rlcore import ConfigError, TrainerHookBase, make_optimizer
 
 from ._options import OptimizerGroupOptions, OptimizerGroupsOptions, OptimizerHookOptions
 
@@ -184,12 +184,7 @@ def _make_optimizer(options: OptimizerGroupOptions, optim: Mapping[str, Any], pa
             raise ConfigError(f"{key}.{name}: required (the trainer has no optim section to take it from)")
         return value
 
-    name = option("name")
-    kwargs: dict[str, Any] = {"lr": option("lr"), "weight_decay": option("weight_decay")}
-    if name in ("adam", "adamw", "rmsprop"):
-        kwargs["eps"] = option("eps")
-    classes = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "sgd": torch.optim.SGD, "rmsprop": torch.optim.RMSprop}
-    return classes[name](params, **kwargs)
+    return make_optimizer({name: option(name) for name in ("name", "lr", "eps", "weight_decay")}, params)
 
 
 __all__ = ["OptimizerGroups", "OptimizerHook"]

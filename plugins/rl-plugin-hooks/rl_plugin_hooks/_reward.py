@@ -39,7 +39,9 @@ class RewardNormalizer(RewardNormalizerOptions, TrainerHookBase):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.reward_key = REWARD_KEY if self.reward_key is None else as_key(self.reward_key)
+        #: the reward's key, as tensordict takes it (also :attr:`reward_key`, as in TorchRL)
+        self.key = REWARD_KEY if self.reward_key is None else as_key(self.reward_key)
+        self.reward_key = self.key
         if self.eps is None:
             self.eps = torch.finfo(torch.get_default_dtype()).eps
         self._reward_stats: dict[str, Any] = {"decay": self.decay}
@@ -52,7 +54,7 @@ class RewardNormalizer(RewardNormalizerOptions, TrainerHookBase):
 
         :param batch: a collected batch (only its valid steps count when it has TorchRL's ``("collector", "mask")``).
         """
-        reward = batch.get(self.reward_key)
+        reward = batch.get(self.key)
         if MASK_KEY in batch.keys(include_nested=True):
             reward = reward[batch.get(MASK_KEY)]
         stats = self._reward_stats
@@ -77,9 +79,9 @@ class RewardNormalizer(RewardNormalizerOptions, TrainerHookBase):
         if "mean" not in self._reward_stats:
             raise RuntimeError("RewardNormalizer: no reward statistics yet; register update_reward_stats at batch_process first")
         tensordict = tensordict.copy()  # the caller's batch keeps its rewards
-        reward = tensordict.get(self.reward_key)
+        reward = tensordict.get(self.key)
         mean, std = self._reward_stats["mean"].to(reward.device), self._reward_stats["std"].to(reward.device)
-        tensordict.set(self.reward_key, (reward - mean) / std * self.scale)
+        tensordict.set(self.key, (reward - mean) / std * self.scale)
         self._normalize_has_been_called = True
         return tensordict
 

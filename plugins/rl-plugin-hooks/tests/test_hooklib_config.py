@@ -1,0 +1,97 @@
+"""The hooks by name in a run's config: ``rlcore.build_trainer`` with rl-plugin-pg's PPO, resumed from its checkpoint."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hooklib_helpers import TinyAlgorithm
+
+import rlcore
+from rlcore.testing import assert_state_equal
+
+HOOKS: dict[str, Any] = {
+    "log_scalar": {"logname": "r_training", "reward_key": "next.reward"},
+    "count_frames_log": {"frame_skip": 1},
+    "reward_normalizer": {"decay": 0.99, "scale": 1.0},
+    "clear_cuda_cache": {"interval": 1},
+    "update_weights": {"update_weights_interval": 1},
+    "log_validation_reward": {"record_interval": 1, "record_frames": 50, "exploration_type": "deterministic"},
+    "optimizer_hook": {
+        "groups": {
+            "actor": {"params": ["policy.actor_net"], "loss_components": ["loss_policy", "loss_entropy"], "lr": 3e-4},
+            "critic": {"params": ["policy.critic_net"], "loss_components": ["loss_value"], "lr": 1e-3, "clip_norm": 0.5},
+        }
+    },
+}
+
+
+def _config(algo: str, hooks: dict[str, Any], total_frames: int, **algo_options: Any) -> dict[str, Any]:
+    return {
+        "algo": {"name": algo, **algo_options},
+        "env": {"id": "CartPole-v1", "num_envs": 2},
+        "collector": {"frames_per_batch": 64},
+        "trainer": {"total_frames": total_frames, "progress_bar": False, "seed": 0, "save_trainer_interval": 64},
+        "loggers": {"console": None},
+        "hooks": hooks,
+    }
+
+
+def _metrics(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    values: dict[str, list[tuple[int, float]]] = {}
+    with open(run_dir / "metrics.csv", newline="", encoding="utf-8") as file:
+        for row in csv.DictReader(file):
+            values.setdefault(row["name"], []).append((int(row["frames"]), float(row["value"])))
+    return values
+
+
+@pytest.fixture
+def pm() -> rlcore.PluginManager:
+    pm = rlcore.get_plugin_manager(only=["rl-plugin-hooks", "rl-plugin-pg"])
+    pm.add_plugin(TinyAlgorithm(), "tiny-algorithm")
+    return pm
+
+
+def test_ppo_with_the_hooks_by_name_resumes_with_their_state(tmp_path: Path, pm: rlcore.PluginManager) -> None:
+    pytest.importorskip("rl_plugin_pg")
+    run_dir = tmp_path / "run"
+    trainer = rlcore.build_trainer(_config("ppo", HOOKS, 128, epochs=2), run_dir, plugin_manager=pm)
+    trainer.train()
+    metrics = _metrics(run_dir)
+    assert [frames for frames, _ in metrics["n_frames"]] == [64, 128] and [v for _, v in metrics["n_frames"]] == [64.0, 128.0]
+    assert [v for _, v in metrics["r_training"]] == [1.0, 1.0]
+    assert [frames for frames, _ in metrics["r_evaluation"]] == [64, 128]
+    assert {"optim/grad_norm_0", "optim/grad_norm_1", "total_r_evaluation"} <= set(metrics)
+    modules = trainer.state_dict()["modules"]
+    names = {"log_scalar", "count_frames_log", "reward_normalizer", "clear_cuda_cache", "update_weights", "log_validation_reward"}
+    assert names | {"optimizer_hook.actor", "optimizer_hook.critic"} <= set(modules)
+    actor, critic = modules["optimizer_hook.actor"]["optimizer"], modules["optimizer_hook.critic"]["optimizer"]
+    assert actor["param_groups"][0]["lr"] == 3e-4 and critic["param_groups"][0]["lr"] == 1e-3
+    assert len(actor["param_groups"][0]["params"]) == len(critic["param_groups"][0]["params"]) == 6  # 3 layers each
+    assert int(actor["state"][0]["step"]) == 4  # 2 epochs x 2 batches
+    assert trainer.optimizer is not None and trainer.optimizer.state == {}  # replaced by the two optimizers
+
+    resumed = rlcore.build_trainer(_config("ppo", HOOKS, 192, epochs=2), run_dir, plugin_manager=pm, resume=True)
+    assert_state_equal(modules, resumed.state_dict()["modules"])
+    resumed.train()
+    assert [v for _, v in _metrics(run_dir)["n_frames"]] == [64.0, 128.0, 192.0]
+
+
+def test_select_keys_and_batch_subsampler_by_name(tmp_path: Path, pm: rlcore.PluginManager) -> None:
+    hooks = {"select_keys": {"keys": ["observation", "action", "next.reward", "next.done"]}, "batch_subsampler": {"batch_size": 16, "sub_traj_len": 4}}
+    trainer = rlcore.build_trainer(_config("tiny", hooks, 128), tmp_path / "run", plugin_manager=pm)
+    shapes: list[tuple[int, ...]] = []
+    trainer.register_op("process_optim_batch", lambda batch: shapes.append((*batch.shape, len(list(batch.keys(True, True))))))
+    trainer.train()
+    assert shapes and all(len(shape) == 3 and shape[0] * shape[1] <= 16 and shape[2] == 4 for shape in shapes)
+    assert {"select_keys", "batch_subsampler"} <= set(trainer.state_dict()["modules"])
+
+
+def test_a_bad_optimizer_group_is_one_line_before_anything_runs(tmp_path: Path, pm: rlcore.PluginManager) -> None:
+    hooks = {"optimizer_hook": {"groups": {"actor": {"params": ["policy.actor"]}}}}
+    with pytest.raises(rlcore.ConfigError) as error:
+        rlcore.build_trainer(_config("tiny", hooks, 64), tmp_path / "run", plugin_manager=pm)
+    assert str(error.value) == "hooks.optimizer_hook.groups.actor.params: 'policy.actor' names no parameter of the loss module (valid choices: actor, critic)"
+    assert not (tmp_path / "run").exists()
