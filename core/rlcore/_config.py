@@ -359,7 +359,7 @@ def participants(config: Mapping[str, Any], plugin_manager: Any) -> dict[str, st
     used += [("collectors", config["collector"]["name"])]
     used += [(section, n) for section in NAMED_SECTIONS for n, o in config[section].items() if o is not None]
     used += [("env_wrappers", n) for n in config["env"]["wrappers"]]
-    names = {plugin_manager.registry(kind)[n][0] for kind, n in used if n in plugin_manager.registry(kind)}
+    names = {found[0] for kind, n in used if isinstance(n, str) and (found := plugin_manager.provider(kind, n)) is not None}
     hooks = set(LOOP_HOOKS) | set(LIFECYCLE_HOOKS)
     names |= {info.name for info in plugin_manager.infos.values() if info.ok and hooks & set(info.hooks)}
     found = {plugin_manager.infos[n].distribution: plugin_manager.infos[n].version for n in names if n in plugin_manager.infos}

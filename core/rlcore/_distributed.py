@@ -3,15 +3,17 @@
 ``torchrun --nproc_per_node N -m rlcore train CONFIG`` starts N processes (ranks) that train one
 config together; ``python -m rlcore train CONFIG`` (no ``torchrun``) is the same run with one rank.
 
-- Each rank builds its own envs and collects its own batches of ``collector.frames_per_batch``
-  frames; rank ``r`` seeds its RNGs and its envs from ``seed + r * env.num_envs``, so that the envs
-  of all ranks get distinct seeds (env ``i`` of rank ``r``: ``seed + r * env.num_envs + i``).
+- The config is the whole run's, as in one process; the ranks share it out. Each rank builds its own
+  ``env.num_envs / N`` envs and collects its share of every batch, ``collector.frames_per_batch / N``
+  frames, so that a batch, summed over the ranks, is the batch of one process; rank ``r`` seeds its
+  RNGs and envs from ``seed + r * env.num_envs / N``: its env ``i`` gets the seed of env
+  ``r * env.num_envs / N + i`` of one process.
 - The loss module starts identical on every rank (rank 0's parameters and buffers are broadcast)
   and stays so: at the end of every backward pass the gradients are averaged over the ranks
   (:class:`GradientAverager`), before clipping and the optimizer step, whichever plugin
   implements ``rl_optimizer``.
-- Frames are counted across ranks (one batch is ``N x frames_per_batch`` frames of
-  ``trainer.total_frames``) and the ranks stop together (:meth:`Distributed.agree`): a signal or a
+- Frames are counted across ranks (the ranks' shares of a batch make its ``collector.frames_per_batch``
+  frames of ``trainer.total_frames``) and the ranks stop together (:meth:`Distributed.agree`): a signal or a
   hook's ``trainer.stop()`` on one rank stops all of them after the same batch, and
   ``trainer.max_episodes`` counts the episodes of every rank.
 - Rank 0 alone writes the run directory (the config, the loggers' files, the checkpoints). Each
@@ -246,11 +248,19 @@ def from_environment(device: str) -> Distributed | None:
     return Distributed(dist.get_rank(), dist.get_world_size(), local_rank, backend, group, owned)
 
 
-def check_config(config: Mapping[str, Any]) -> None:
-    """Refuse what data-parallel learners do not support.
+def check_config(config: Mapping[str, Any], world_size: int) -> None:
+    """Refuse what data-parallel learners do not support: envs that do not split evenly over the ranks, a remote collector.
 
+    :param config: the resolved config.
+    :param world_size: the number of ranks.
     :raises ConfigError: naming the key.
     """
+    num_envs = config["env"]["num_envs"]
+    if num_envs % world_size:
+        raise ConfigError(
+            f"env.num_envs: {num_envs} envs do not split over {world_size} torchrun ranks (each runs env.num_envs / {world_size}; "
+            f"valid choices: a multiple of {world_size})"
+        )
     if config["collector"]["name"] != "local":
         raise ConfigError(
             f"collector.name: {config['collector']['name']!r} with torchrun is not supported (valid choices: local); "

@@ -100,6 +100,7 @@ def gymnasium_id(env_id: str) -> str | None:
 
     :raises ConfigError: when the module of ``module:EnvId`` cannot be imported.
     """
+    import contextlib
     import importlib
 
     import gymnasium
@@ -114,10 +115,8 @@ def gymnasium_id(env_id: str) -> str | None:
         return name
     prefix = next((p for p in REGISTERING_MODULES if name.startswith(p)), None)
     if prefix is not None:
-        try:
+        with contextlib.suppress(ImportError):
             importlib.import_module(REGISTERING_MODULES[prefix][0])
-        except ImportError:
-            pass
         if name in gymnasium.registry:
             return name
     if not _ENTRY_POINTS_LOADED:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 import sys
 import time
@@ -31,8 +32,14 @@ FIRST_PARTY: dict[str, dict[str, str]] = {
     "loggers": {n: f"rl-plugin-{n}" for n in ("tensorboard", "mlflow", "wandb")}
     | {"csv": "rlcore.csv", "console": "rlcore.console"},
     "checkpoint_backends": {"torchsnapshot": "rl-plugin-torchsnapshot", "torch": "rlcore.torch_checkpoint"},
-    "env_wrappers": {n: "rlcore.gymnasium" for n in ("normalize_observation", "normalize_reward")},
-    "vectorizations": {n: "rlcore.gymnasium" for n in ("sync", "async")},
+    "env_wrappers": {
+        n: "rl-plugin-envs"
+        for n in (
+            "normalize_observation", "normalize_reward", "fixed_normalize_observation", "scale_reward", "clip_reward",
+            "frame_skip", "time_limit", "frame_stack", "resize", "grayscale", "atari", "pixels", "*.*",
+        )
+    },
+    "vectorizations": {"sync": "rlcore.gymnasium", "async": "rlcore.gymnasium", "envpool": "rl-plugin-envs"},
     "collectors": {"local": "rlcore.gymnasium", "ray": "rl-plugin-ray"},
     "hooks": {n: "rl-plugin-video" for n in ("video_recorder", "tensordict_recorder", "evaluation")}
     | {n: "rl-plugin-replay" for n in ("replay_buffer", "target_updater")}
@@ -255,9 +262,10 @@ class PluginManager(pluggy.PluginManager):
         :raises ConfigError: when nothing provides ``name``.
         :raises PluginError: when the plugin that would provide it is blocked or broken.
         """
+        found = self.provider(kind, name)
+        if found is not None:
+            return found[1]
         registry = self.registry(kind)
-        if name in registry:
-            return registry[name][1]
         where = f"{key}: " if key else ""
         singular = kind.rstrip("s").replace("_", " ")
         provider = FIRST_PARTY.get(kind, {}).get(name)
@@ -271,8 +279,28 @@ class PluginManager(pluggy.PluginManager):
         failed = [i for i in self.infos.values() if i.status.startswith(f"error: {KINDS[kind]} ")]
         if failed and not hint:
             hint = "; " + "; ".join(f"plugin {i.name!r} ({i.distribution or '?'}) could not register: {i.status[7:]}" for i in failed)
-        choices = ", ".join(sorted(registry)) or "none installed"
+        choices = ", ".join(sorted(n for n in registry if "*" not in n)) or "none installed"
+        patterns = [n for n in registry if "*" in n]
+        if patterns:
+            choices += f", or a name of the form {' or '.join(patterns)}"
         raise ConfigError(f"{where}unknown {singular} {name!r} (valid choices: {choices}){hint}")
+
+    def provider(self, kind: str, name: str) -> tuple[str, Any] | None:
+        """``(plugin name, factory)`` of what provides ``name``, or ``None``.
+
+        A registered name with a ``*`` is a pattern (``*.*``: any dotted import path): its factory,
+        called with the name asked for, returns the factory for that name.
+
+        :param kind: the registry kind.
+        :param name: the name asked for.
+        """
+        registry = self.registry(kind)
+        if name in registry:
+            return registry[name]
+        for pattern, (plugin, resolver) in registry.items():
+            if "*" in pattern and fnmatch.fnmatchcase(name, pattern):
+                return plugin, resolver(name)
+        return None
 
     def warn_broken(self) -> None:
         """Warn once, on stderr, about every broken plugin."""

@@ -22,7 +22,7 @@ from ._errors import ConfigError
 from ._logger import generate_exp_name
 from ._markers import hookimpl
 from ._plugins import PluginManager, get_plugin_manager
-from ._rundir import RunDirectory
+from ._rundir import RunDirectory, RunDirectoryError
 from ._trainer import Trainer, TrainerHookBase
 
 
@@ -115,9 +115,11 @@ def build_trainer(
     distributed = from_environment(trainer_cfg["device"])  # the ranks of a torchrun run, else None
     if trainer_cfg["seed"] is None:
         trainer_cfg["seed"] = random.randrange(2**31)
+    if run_dir is not None and str(run_dir).strip() == "":  # (Path("") would be the working directory)
+        raise RunDirectoryError("--out: expected a directory, got ''")
     path = Path(run_dir) if run_dir is not None else default_run_dir(config)
     if distributed is not None:  # one seed and one run directory, rank 0's; rank 0 alone writes there
-        check_distributed(config)
+        check_distributed(config, distributed.world_size)
         trainer_cfg["seed"], path = distributed.broadcast((trainer_cfg["seed"], path))
     open_run = partial(RunDirectory, path, resume=resume, force=force)
     run = open_run() if distributed is None else distributed.on_main(open_run, share=False)
@@ -160,19 +162,22 @@ class _Release:
 def _build(config: dict[str, Any], run_dir: Path, pm: PluginManager, distributed: Distributed | None = None) -> Trainer:
     """The trainer of a checked config, with its hooks, and no logger yet; nothing is written.
 
-    With ``distributed``, the trainer is one rank of data-parallel learners: its envs and RNGs seeded
-    apart from the other ranks' (``seed + rank * env.num_envs``), its gradients averaged with theirs,
-    its checkpoints written together with theirs, its progress bar shown on rank 0 only.
+    With ``distributed``, the trainer is one rank of data-parallel learners: it runs its share of the
+    envs (``env.num_envs / world_size``) and collects its share of each batch, its envs and RNGs seeded
+    as the envs of one process would be (``seed + rank * env.num_envs / world_size``), its gradients
+    averaged with the other ranks', its checkpoints written together with theirs, its progress bar
+    shown on rank 0 only.
     """
     trainer_cfg, env_cfg = config["trainer"], config["env"]
     torch.manual_seed(trainer_cfg["seed"])
     if trainer_cfg["num_threads"] is not None:
         torch.set_num_threads(trainer_cfg["num_threads"])
-    make_env, env, loss_module = _build_parts(config, pm)
+    ranks = 1 if distributed is None else distributed.world_size  # each runs its share of the envs and of each batch
+    make_env, env, loss_module = _build_parts(config, pm, num_envs=env_cfg["num_envs"] // ranks)
     collector = None
     try:
         device = torch.device(trainer_cfg["device"])
-        collector = make_collector(config, env, loss_module.policy, device, pm)
+        collector = make_collector(config, env, loss_module.policy, device, pm, config["collector"]["frames_per_batch"] // ranks)
         optimizer = make_optimizer(config["optim"], loss_module.parameters())
         checkpoint = _backend(config, run_dir, pm)
         if distributed is not None:
@@ -189,7 +194,7 @@ def _build(config: dict[str, Any], run_dir: Path, pm: PluginManager, distributed
             clip_grad_norm=trainer_cfg["clip_grad_norm"],
             clip_norm=trainer_cfg["clip_norm"],
             progress_bar=trainer_cfg["progress_bar"] and main,
-            seed=trainer_cfg["seed"] + (0 if distributed is None else distributed.rank * env_cfg["num_envs"]),
+            seed=trainer_cfg["seed"] + (0 if distributed is None else distributed.rank * env.num_envs),
             save_trainer_interval=trainer_cfg["save_trainer_interval"],
             log_interval=trainer_cfg["log_interval"],
             logger_timeout=trainer_cfg["logger_timeout"],
@@ -261,7 +266,9 @@ class EnvFactory:
         )
 
 
-def make_collector(config: Mapping[str, Any], env: Any, policy: Any, device: torch.device, pm: PluginManager) -> Any:
+def make_collector(
+    config: Mapping[str, Any], env: Any, policy: Any, device: torch.device, pm: PluginManager, frames_per_batch: int | None = None
+) -> Any:
     """The collector of ``collector.name`` (``rl_register_collectors``) with the section's other keys as its options.
 
     :param config: the resolved config.
@@ -269,9 +276,11 @@ def make_collector(config: Mapping[str, Any], env: Any, policy: Any, device: tor
     :param policy: the policy that acts.
     :param device: where batches go.
     :param pm: the run's plugins.
+    :param frames_per_batch: the frames of each batch, if not ``collector.frames_per_batch`` (a torchrun rank's share).
     """
     options = dict(config["collector"])
-    name, frames_per_batch = options.pop("name"), options.pop("frames_per_batch")
+    name, configured = options.pop("name"), options.pop("frames_per_batch")
+    frames_per_batch = configured if frames_per_batch is None else frames_per_batch
     env_cfg = config["env"]
     make_env = EnvFactory(
         env_cfg["id"],

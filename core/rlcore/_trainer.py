@@ -1,4 +1,4 @@
-"""The trainer: TorchRL's loop, with every hook point dispatched through pluggy."""
+"""The trainer: TorchRL's loop, every hook point dispatched through the plugin manager (pluggy's registrations and order)."""
 
 from __future__ import annotations
 

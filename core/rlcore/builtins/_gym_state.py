@@ -94,6 +94,10 @@ def _is_mujoco(layer: Any) -> bool:
     return base is not None and isinstance(layer, base)
 
 
+#: MuJoCo's constraint-island arrays: scratch, recomputed at every step (and not restored exactly by writing them)
+_MUJOCO_SCRATCH = ("map_", "iefc_", "iM_", "iLD", "iacc", "ifrc")
+
+
 def _mujoco_state(layer: Any) -> dict[str, Any]:
     """A MuJoCo env's simulator state (see :func:`sub_env_state`)."""
     import mujoco
@@ -105,14 +109,14 @@ def _mujoco_state(layer: Any) -> dict[str, Any]:
     mujoco.mj_getState(model, data, integration, spec)
     arrays = {}
     for name in dir(data):
-        if name.startswith("_"):
+        if name.startswith("_") or name.startswith(_MUJOCO_SCRATCH) or "island" in name or name == "iM":
             continue
         try:
             value = getattr(data, name)
         except Exception:  # a property that does not apply to this model
             continue
-        if isinstance(value, np.ndarray) and value.dtype.names is None and value.dtype.kind in "biuf":
-            arrays[name] = torch.from_numpy(value.copy())
+        if isinstance(value, np.ndarray) and value.size and value.dtype.names is None and value.dtype.kind in "biuf":
+            arrays[name] = torch.from_numpy(np.array(value, order="C", copy=True))
     return {"integration": torch.from_numpy(integration), "arrays": arrays, "attrs": _plain_attrs(layer, strict=False)}
 
 

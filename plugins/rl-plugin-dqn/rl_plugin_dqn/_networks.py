@@ -14,8 +14,8 @@ from tensordict.nn import TensorDictModuleBase
 from torch import nn
 
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "relu": F.relu,
-    "tanh": torch.tanh,
+    "relu": torch.relu_,  # in place on a layer's fresh output: its backward needs only the result
+    "tanh": torch.tanh_,
     "elu": F.elu,
     "gelu": F.gelu,
     "silu": F.silu,
@@ -26,7 +26,8 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 class MLP(nn.Module):
     """Affine layers ``h @ W + b`` (one ``torch.addmm`` each) with the activation between them, none after the last.
 
-    Initialised as ``torch.nn.Linear`` is: weights and biases uniform in ``+-1/sqrt(fan_in)``.
+    ReLU and tanh are applied in place to each layer's output (a new tensor, which the backward pass of
+    ``addmm`` does not need), saving a copy of every activation. Initialised as ``torch.nn.Linear`` is: weights and biases uniform in ``+-1/sqrt(fan_in)``.
 
     :param sizes: widths from the input to the output, ``[4, 256, 256, 2]``.
     :param activation: a name of :data:`ACTIVATIONS`.

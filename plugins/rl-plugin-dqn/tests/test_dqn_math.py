@@ -51,7 +51,7 @@ def test_double_and_vanilla_targets(double, target):
     assert batch["td_error"].tolist() == [abs(target - 2.0)]  # the new priority, written for the replay hook
     unweighted = sample()
     loss(unweighted)
-    assert "td_error" not in unweighted.keys()  # noqa: SIM118 - a uniform sample needs no priorities
+    assert "td_error" not in unweighted.keys()
 
 
 def test_termination_cuts_the_bootstrap_and_n_steps_discount_by_gamma_to_the_m():

@@ -74,7 +74,7 @@ def test_the_python_classes_keep_torchrls_positional_order() -> None:
         ("count_frames_log", {}, "hooks.count_frames_log.frame_skip: required (no default)"),
         ("log_scalar", {"log_pbar": "yes"}, "hooks.log_scalar.log_pbar: expected true or false, got 'yes'"),
         ("reward_normalizer", {"decay": 1.5}, "hooks.reward_normalizer.decay: expected a number >= 0 and <= 1, got 1.5"),
-        ("select_keys", {"keys": "observation"}, "hooks.select_keys.keys: expected a list of strings or a list of strings, got 'observation'"),
+        ("select_keys", {"keys": "observation"}, "hooks.select_keys.keys: expected a list, each item a string or a list of strings, got 'observation'"),
         ("update_weights", {"update_weights_interval": 0}, "hooks.update_weights.update_weights_interval: expected an integer >= 1, got 0"),
         (
             "log_validation_reward",

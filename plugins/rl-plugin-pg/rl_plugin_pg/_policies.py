@@ -1,4 +1,4 @@
-"""Actor-critic MLP policies built from Gymnasium spaces, as ``tensordict.nn`` modules.
+"""Actor-critic policies built from Gymnasium spaces, as ``tensordict.nn`` modules: MLPs, or a CNN for image observations.
 
 One module holds the actor and the critic. Called on a TensorDict it acts, as the collector
 needs: it reads ``observation`` and writes ``action`` and ``sample_log_prob`` (and ``raw_action``
@@ -12,6 +12,11 @@ rather than ``torch.distributions`` objects, whose construction and argument val
 cost more than the network itself.
 
 - ``Discrete(n)``: a categorical over ``n`` logits.
+Image observations (``uint8`` or ``bool`` boxes, channels first or last; ``encoder="auto"`` or
+``"cnn"``) go through one CNN of rl-plugin-nets (the Nature-DQN CNN, or MinAtar's for small images)
+shared by the actor and the critic, each a linear head on its features (CleanRL's Atari layout);
+frames stay ``uint8`` until they are on the policy's device.
+
 - ``Box``: a diagonal Gaussian with a state-independent log standard deviation. The sample
   ``raw_action`` is what the log-probability is of; ``action`` is it clipped to the bounds
   (``action_bounds="clip"``) or squashed into them with ``tanh`` (``"tanh"``). The squashing
@@ -88,7 +93,7 @@ class MLP(nn.Module):
 
 class ActorCritic(TensorDictModuleBase):
     """An actor and a critic over a flat observation: one MLP each (CleanRL's layout), or one shared trunk MLP
-    with a linear head each.
+    with a linear head each; or, given an ``encoder`` (a CNN), a linear head each on the encoder's features.
 
     :param obs_shape: shape of one observation (flattened into the MLP's input).
     :param action_dim: number of discrete actions, or the size of a continuous action.
@@ -100,6 +105,8 @@ class ActorCritic(TensorDictModuleBase):
     :param low: lower action bounds of a Gaussian policy.
     :param high: upper action bounds of a Gaussian policy.
     :param action_bounds: ``"clip"`` or ``"tanh"``: how Gaussian samples are brought into the bounds.
+    :param encoder: a module ``[..., *obs_shape] -> [..., encoder.out_dim]`` shared by both heads (an
+        ``rl_plugin_nets.CNN``); ``hidden_sizes``, ``activation`` and ``shared_trunk`` then do not apply.
     """
 
     in_keys = ["observation"]
@@ -117,6 +124,7 @@ class ActorCritic(TensorDictModuleBase):
         low: Any = None,
         high: Any = None,
         action_bounds: str = "clip",
+        encoder: nn.Module | None = None,
     ) -> None:
         super().__init__()
         if action_bounds not in ACTION_BOUNDS:
@@ -128,9 +136,13 @@ class ActorCritic(TensorDictModuleBase):
         self.squash = action_bounds == "tanh"
         self.out_keys = ["action", "sample_log_prob"] + ([] if discrete else ["raw_action"])
         self.action_key = "action" if discrete else "raw_action"
-        # with a shared trunk, the actor and the critic are one-layer heads on its features
-        self.trunk = MLP([obs_dim, *hidden_sizes], activation) if shared_trunk else None
-        body = [obs_dim, *hidden_sizes] if self.trunk is None else [self.trunk.out_dim]
+        # with a shared trunk (or an encoder), the actor and the critic are one-layer heads on its features
+        self.encoder = encoder
+        self.trunk = MLP([obs_dim, *hidden_sizes], activation) if shared_trunk and encoder is None else None
+        if encoder is not None:
+            body = [int(encoder.out_dim)]
+        else:
+            body = [obs_dim, *hidden_sizes] if self.trunk is None else [self.trunk.out_dim]
         self.actor_net = MLP([*body, action_dim], activation, out_gain=0.01)  # near-uniform initial policy
         self.critic_net = MLP([*body, 1], activation, out_gain=1.0)
         if not discrete:
@@ -157,7 +169,9 @@ class ActorCritic(TensorDictModuleBase):
         return self.critic_net.forward(self._features(obs))
 
     def _features(self, obs: torch.Tensor) -> torch.Tensor:
-        """Flat float observations, through the shared trunk if there is one."""
+        """Flat float observations, through the shared trunk if there is one; or the encoder's features."""
+        if self.encoder is not None:
+            return self.encoder.forward(obs)
         if self.obs_ndim != 1:
             obs = obs.flatten(-self.obs_ndim) if self.obs_ndim else obs.unsqueeze(-1)
         if obs.dtype != torch.float32:
@@ -217,11 +231,30 @@ def gaussian_log_prob(x: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor
     return (-0.5 * ((x - mean) / log_std.exp()).pow(2) - log_std - _LOG_SQRT_2PI).sum(-1)
 
 
-def make_actor_critic(observation_space: Any, action_space: Any, **options: Any) -> ActorCritic:
+#: ``algo`` keys that configure the encoder: ``encoder`` and the CNN's
+ENCODER_KEYS = ("encoder", "cnn_channels", "cnn_kernels", "cnn_strides", "cnn_features")
+
+
+def make_actor_critic(
+    observation_space: Any,
+    action_space: Any,
+    *,
+    encoder: str = "auto",
+    cnn_channels: Sequence[int] | None = None,
+    cnn_kernels: Sequence[int] | None = None,
+    cnn_strides: Sequence[int] | None = None,
+    cnn_features: int | None = None,
+    **options: Any,
+) -> ActorCritic:
     """Build an :class:`ActorCritic` for Gymnasium spaces.
 
-    :param observation_space: a ``Box`` observation space (flattened).
+    :param observation_space: a ``Box`` observation space (flattened for the MLPs).
     :param action_space: a ``Discrete`` or a one-dimensional ``Box`` action space.
+    :param encoder: ``auto`` (a CNN for image spaces, see ``rl_plugin_nets.encoder_for``), ``mlp`` or ``cnn``.
+    :param cnn_channels: output channels of each convolution (default: Nature's, or MinAtar's for small images).
+    :param cnn_kernels: kernel size of each convolution.
+    :param cnn_strides: stride of each convolution.
+    :param cnn_features: width of the CNN's last layer.
     :param options: the remaining :class:`ActorCritic` parameters.
     :raises ValueError: for spaces this policy does not handle.
     """
@@ -229,6 +262,17 @@ def make_actor_critic(observation_space: Any, action_space: Any, **options: Any)
 
     if not isinstance(observation_space, spaces.Box):
         raise ValueError(f"the pg policies need a Box observation space, got {type(observation_space).__name__}")
+    if encoder != "mlp":
+        from rl_plugin_nets import encoder_for, is_image_space
+
+        if encoder == "cnn" or is_image_space(observation_space):
+            cnn = dict(cnn_channels=cnn_channels, cnn_kernels=cnn_kernels, cnn_strides=cnn_strides, cnn_features=cnn_features)
+            try:
+                options["encoder"] = encoder_for(observation_space, "cnn", **cnn)
+            except ValueError as err:
+                from rlcore import ConfigError
+
+                raise ConfigError(f"algo.encoder: {err}") from None
     obs_shape = observation_space.shape
     if isinstance(action_space, spaces.Discrete):
         return ActorCritic(obs_shape, int(action_space.n), discrete=True, **options)

@@ -100,3 +100,39 @@ def test_unsupported_spaces_are_refused():
         make_actor_critic(spaces.Box(-1, 1, (3,)), spaces.MultiDiscrete([2, 2]))
     with pytest.raises(ValueError, match="unknown activation"):
         make_actor_critic(spaces.Box(-1, 1, (3,)), spaces.Discrete(2), activation="swishy")
+
+
+def test_image_observations_get_the_cnn_and_vectors_the_mlps():
+    import rlcore
+    from rl_plugin_nets import CNN
+
+    pong = spaces.Box(0, 255, (4, 84, 84), np.uint8)  # Atari preprocessing and a stack of 4
+    policy = make_actor_critic(pong, spaces.Discrete(6))
+    assert isinstance(policy.encoder, CNN) and policy.trunk is None
+    assert sum(p.numel() for p in policy.parameters()) < 1_700_000  # the flat MLP had 12.9M parameters on Pong's frames
+    frames = torch.randint(0, 256, (3, 4, 84, 84), dtype=torch.uint8)
+    out = _act(policy, frames, InteractionType.RANDOM)  # uint8 in: scaled inside the CNN
+    assert out["action"].shape == (3,) and policy.value(frames).shape == (3, 1)
+    assert make_actor_critic(spaces.Box(-1, 1, (4,)), spaces.Discrete(2)).encoder is None
+    flat = make_actor_critic(pong, spaces.Discrete(6), encoder="mlp", hidden_sizes=[8])
+    assert flat.encoder is None and flat.actor_net.weight0.shape == (4 * 84 * 84, 8)
+    small = make_actor_critic(spaces.Box(0, 1, (10, 10, 4), bool), spaces.Discrete(3), cnn_channels=[8], cnn_features=32)
+    assert small.encoder.net[0].out_channels == 8 and small.encoder.out_dim == 32 and small.actor_net.weight0.shape == (32, 3)
+    with pytest.raises(rlcore.ConfigError, match="algo.encoder: a CNN needs an image observation space"):
+        make_actor_critic(spaces.Box(-1, 1, (4,)), spaces.Discrete(2), encoder="cnn")
+
+
+def test_ppo_learns_from_minatar_images_with_the_cnn(tmp_path):
+    pytest.importorskip("minatar")
+    import rlcore
+
+    config = rlcore.load_config(
+        overrides=["algo.name=ppo", "env.id=MinAtar/Breakout-v1", "trainer.total_frames=1024", "collector.frames_per_batch=256",
+                   "trainer.progress_bar=false", "loggers={csv: null, console: null}", "trainer.seed=0"]
+    )
+    trainer = rlcore.build_trainer(config, run_dir=tmp_path / "run")
+    assert type(trainer.loss_module.policy.encoder).__name__ == "CNN"
+    before = [p.detach().clone() for p in trainer.loss_module.policy.encoder.parameters()]
+    trainer.train()
+    after = list(trainer.loss_module.policy.encoder.parameters())
+    assert any(not torch.equal(a, b) for a, b in zip(after, before))  # the CNN is trained

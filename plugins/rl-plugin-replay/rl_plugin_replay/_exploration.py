@@ -172,7 +172,7 @@ class EGreedy(_Exploration):
             return tensordict
         action = tensordict.get("action")
         draws = torch.rand(action.shape)  # on the CPU: deciding costs no device round trip
-        if eps >= 1 or bool((draws < eps).any()):  # (most steps, once epsilon is small, keep the greedy actions)
+        if eps >= 1 or min(draws.view(-1).tolist()) < eps:  # (most steps, once epsilon is small, keep the greedy actions)
             explore = (draws < eps).to(action.device)
             random = self.random_action(action.numel(), action.device).reshape(action.shape)
             tensordict.set("action", torch.where(explore, random, action))

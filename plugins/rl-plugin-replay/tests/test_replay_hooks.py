@@ -77,7 +77,7 @@ class Checks:
 
     @rlcore.hookimpl(trylast=True)
     def rl_post_loss(self, trainer, batch) -> None:
-        assert batch.batch_size == (BATCH,) and INDEX_KEY in batch.keys() and WEIGHT_KEY in batch.keys()  # noqa: SIM118
+        assert batch.batch_size == (BATCH,) and INDEX_KEY in batch.keys() and WEIGHT_KEY in batch.keys()
         storage = self.hook.replay_buffer.storage
         assert torch.equal(batch["observation"], storage.column("observation")[batch[INDEX_KEY]])  # a sample of the buffer
         self.samples += 1

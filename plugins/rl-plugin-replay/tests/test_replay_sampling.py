@@ -23,7 +23,7 @@ def test_uniform_sampling_is_uniform_over_the_stored_items(make_transitions):
     assert freq[40:].sum() == 0  # never an empty row
     # the total variation distance to 1/40 is ~0.006 for 200k draws; 0.015 would be a real bias
     assert 0.5 * (freq[:40] - 1 / 40).abs().sum() < 0.015
-    assert WEIGHT_KEY not in buffer.sample(4).keys()  # noqa: SIM118 - a TensorDict has no `in`
+    assert WEIGHT_KEY not in buffer.sample(4).keys()
 
 
 def test_prioritized_sampling_follows_the_exact_probabilities(make_transitions):

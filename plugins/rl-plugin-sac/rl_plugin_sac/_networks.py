@@ -13,8 +13,8 @@ from tensordict.nn import InteractionType, TensorDictModuleBase, interaction_typ
 from torch import nn
 
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "relu": F.relu,
-    "tanh": torch.tanh,
+    "relu": torch.relu_,  # in place on a layer's fresh output (the backward of addmm/baddbmm does not need it)
+    "tanh": torch.tanh_,
     "elu": F.elu,
     "gelu": F.gelu,
     "silu": F.silu,
@@ -147,10 +147,9 @@ class SACPolicy(TensorDictModuleBase):
         self.register_buffer("half_range", (high - low) / 2, persistent=False)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        obs = tensordict.get("observation")
-        if interaction_type() == InteractionType.RANDOM:
-            unit, _ = self.actor.sample(obs)
-        else:
-            unit = torch.tanh(self.actor.forward(obs)[0])
+        mean, log_std = self.actor.forward(tensordict.get("observation"))
+        if interaction_type() == InteractionType.RANDOM:  # a sample; acting needs no log-probability
+            mean = mean + log_std.exp() * torch.randn_like(mean)  # as in sample()
+        unit = torch.tanh(mean)
         tensordict.set("action", torch.addcmul(self.center, unit, self.half_range))
         return tensordict

@@ -13,7 +13,7 @@ import rlcore
 
 
 def _plugin_manager() -> rlcore.PluginManager:
-    pm = rlcore.get_plugin_manager(only=["rl-plugin-video"])
+    pm = rlcore.get_plugin_manager(only=["rl-plugin-video", "rl-plugin-envs"])  # the normalisation wrappers
     pm.add_plugin(TinyAlgorithm(), "tiny-algorithm")
     return pm
 

@@ -1,0 +1,219 @@
+"""Collection speed: frames/s of collecting with one policy, rl-core's vectorizations against SB3's and TorchRL's.
+
+Two settings, each with the same policy object and env count on every side:
+
+- ``cartpole``: 64 ``CartPole-v1`` envs, a [64, 64] tanh MLP with a categorical head;
+- ``pong``: 8 ``ALE/Pong-v5`` envs with Gymnasium's Atari preprocessing (no-op starts, frame skip 4
+  with max-pooling, 84 x 84 grey) and a stack of 4 frames, the Nature-DQN CNN with a categorical head.
+  EnvPool's ``Pong-v5`` does the same preprocessing in C++ (its own defaults: 84 x 84 grey, 4 frames).
+
+Backends: rl-core's ``rlcore.Collector`` (whole ``[envs, time]`` TensorDict batches) on ``sync``,
+``async`` and ``envpool``; Stable-Baselines3's ``DummyVecEnv`` and ``SubprocVecEnv`` (the loop
+``actions = policy(obs); obs = venv.step(actions)``, nothing stored: SB3's collection without its
+rollout buffer); TorchRL's ``ParallelEnv`` of ``GymEnv`` under its ``SyncDataCollector`` (``Collector`` in 0.14). Each
+measure collects ``--frames`` frames after one warm-up batch, in a fresh process, one torch
+thread, the backends' order alternating between repeats; the median of the repeats is printed.
+
+SB3 and TorchRL are not dependencies of the project: when they cannot be imported they are
+installed with ``pip install --target`` into throwaway folders under the temp dir, without their
+dependencies (so no other torch is pulled; pg_speed_vs_sb3.py does the same for SB3).
+
+    python benchmarks/collection_speed.py                            # both settings, 3 repeats
+    python benchmarks/collection_speed.py --setting cartpole --frames 100000 --repeats 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pg_speed_vs_sb3 import ensure_sb3
+
+TORCHRL_DIR = Path(tempfile.gettempdir()) / "rlcore-bench-torchrl"
+SETTINGS = {
+    "cartpole": {"env": "CartPole-v1", "num_envs": 64, "steps": 64},
+    "pong": {"env": "ALE/Pong-v5", "num_envs": 8, "steps": 32},
+}
+BACKENDS = ["rl-core sync", "rl-core async", "rl-core envpool", "SB3 DummyVecEnv", "SB3 SubprocVecEnv", "TorchRL ParallelEnv"]
+
+
+def ensure_torchrl() -> None:
+    """Make ``torchrl`` importable, installing it into :data:`TORCHRL_DIR` without dependencies if needed."""
+    if str(TORCHRL_DIR) not in sys.path:
+        sys.path.insert(0, str(TORCHRL_DIR))
+    if importlib.util.find_spec("torchrl") is not None:
+        return
+    print(f"# installing torchrl into {TORCHRL_DIR} (no dependencies)", file=sys.stderr)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(TORCHRL_DIR), "torchrl"], check=True)
+    importlib.invalidate_caches()
+
+
+def make_net(setting: str, n_actions: int) -> Any:
+    """The policy network of a setting: logits of observations (``uint8`` frames scaled inside the CNN)."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    if setting == "cartpole":
+        return nn.Sequential(nn.Linear(4, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, n_actions))
+    from rl_plugin_nets import NatureCNN
+
+    return nn.Sequential(NatureCNN((4, 84, 84)), nn.Linear(512, n_actions))
+
+
+def sample(net: Any, obs: Any) -> Any:
+    """Actions sampled from the categorical of ``net``'s logits (Gumbel-max), as a tensor."""
+    import torch
+
+    logits = net(obs)
+    return (logits - torch.empty_like(logits).exponential_().log()).argmax(-1)
+
+
+def gym_pong(make: Any) -> Any:
+    """An ``ALE/Pong-v5`` env with Gymnasium's Atari preprocessing and a stack of 4 frames."""
+    import ale_py
+    import gymnasium
+
+    gymnasium.register_envs(ale_py)
+    env = gymnasium.make("ALE/Pong-v5", frameskip=1)
+    return gymnasium.wrappers.FrameStackObservation(gymnasium.wrappers.AtariPreprocessing(env), 4)
+
+
+def measure(backend: str, setting: str, frames: int) -> float:
+    """Frames/s of collecting ``frames`` frames with ``backend`` (after a warm-up batch)."""
+    import torch
+
+    torch.set_num_threads(1)
+    spec = SETTINGS[setting]
+    n, steps = spec["num_envs"], spec["steps"]
+    batches = max(1, frames // (n * steps))
+    net = make_net(setting, 2 if setting == "cartpole" else 6)
+    if backend.startswith("rl-core"):
+        from tensordict.nn import TensorDictModule
+
+        import rlcore
+
+        vectorization = backend.split()[-1]
+        wrappers = {"atari": {}, "frame_stack": {"stack_size": 4}} if setting == "pong" and vectorization != "envpool" else None
+        env = rlcore.make_vector_env(spec["env"], n, vectorization=vectorization, wrappers=wrappers)
+        policy = TensorDictModule(lambda obs: sample(net, obs), in_keys=["observation"], out_keys=["action"])
+        collector = rlcore.Collector(env, policy, n * steps)
+        collector.set_seed(0)
+        collector.collect()
+        start = time.perf_counter()
+        for _ in range(batches):
+            collector.collect()
+        seconds = time.perf_counter() - start
+        collector.shutdown()
+        return batches * n * steps / seconds
+    if backend.startswith("SB3"):
+        ensure_sb3()
+        import gymnasium
+        from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+        make = (lambda: gymnasium.make("CartPole-v1")) if setting == "cartpole" else (lambda: gym_pong(None))
+        venv = (DummyVecEnv if "Dummy" in backend else SubprocVecEnv)([make] * n)
+        venv.seed(0)
+        obs = venv.reset()
+        total = (batches + 1) * steps
+        start = 0.0
+        with torch.inference_mode():
+            for i in range(total):
+                if i == steps:
+                    start = time.perf_counter()
+                actions = sample(net, torch.as_tensor(obs, dtype=torch.float32 if setting == "cartpole" else torch.uint8)).numpy()
+                obs, _, _, _ = venv.step(actions)
+        seconds = time.perf_counter() - start
+        venv.close()
+        return batches * n * steps / seconds
+    ensure_torchrl()
+    from tensordict.nn import TensorDictModule
+    try:
+        from torchrl.collectors import SyncDataCollector
+    except ImportError:  # torchrl 0.14 renamed it
+        from torchrl.collectors import Collector as SyncDataCollector
+    from torchrl.envs import GymEnv, GymWrapper, ParallelEnv
+
+    make = (lambda: GymEnv("CartPole-v1")) if setting == "cartpole" else (lambda: GymWrapper(gym_pong(None)))
+    env = ParallelEnv(n, make)
+    policy = TensorDictModule(lambda obs: sample(net, obs), in_keys=["observation"], out_keys=["action"])
+
+    def one_hot_policy(td: Any) -> Any:  # TorchRL's Gym envs take one-hot discrete actions
+        td = policy(td)
+        td["action"] = torch.nn.functional.one_hot(td["action"], env.action_spec.shape[-1])
+        return td
+
+    collector = SyncDataCollector(env, one_hot_policy, frames_per_batch=n * steps, total_frames=-1)
+    iterator = iter(collector)
+    next(iterator)
+    start = time.perf_counter()
+    for _ in range(batches):
+        next(iterator)
+    seconds = time.perf_counter() - start
+    collector.shutdown()
+    return batches * n * steps / seconds
+
+
+def _measure(backend: str, setting: str, frames: int) -> float | str:
+    """:func:`measure` in a fresh process (``python collection_speed.py --one ...``); an error's one line instead of a number."""
+    done = subprocess.run([sys.executable, __file__, "--one", backend, setting, str(frames)], capture_output=True, text=True, timeout=1800)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode == 0 and lines:
+        return float(lines[-1])
+    error = [line for line in done.stderr.strip().splitlines() if line.strip()]
+    return error[-1][:100] if error else f"exit {done.returncode}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--setting", action="append", choices=list(SETTINGS), help="default: both")
+    parser.add_argument("--backend", action="append", choices=BACKENDS, help="default: all")
+    parser.add_argument("--frames", type=int, default=65_536, help="frames collected per measure (after a warm-up batch)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--one", nargs=3, metavar=("BACKEND", "SETTING", "FRAMES"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        print(measure(args.one[0], args.one[1], int(args.one[2])))
+        return 0
+    settings, backends = args.setting or list(SETTINGS), args.backend or BACKENDS
+    results: dict[tuple[str, str], list[float]] = {}
+    errors: dict[tuple[str, str], str] = {}
+    for repeat in range(args.repeats):
+        for setting in settings:
+            frames = args.frames if setting == "cartpole" else max(args.frames // 8, 2048)
+            order = backends if repeat % 2 == 0 else list(reversed(backends))
+            for backend in order:
+                value = _measure(backend, setting, frames)
+                if isinstance(value, str):
+                    errors[(backend, setting)] = value
+                else:
+                    results.setdefault((backend, setting), []).append(value)
+                print(f"# {setting} {backend}: {value if isinstance(value, str) else f'{value:,.0f} frames/s'}", file=sys.stderr, flush=True)
+    header = " | ".join(f"{s}: {SETTINGS[s]['num_envs']} x {SETTINGS[s]['env']}" for s in settings)
+    print(f"| backend | {header} |")
+    print("| --- | " + " | ".join("---" for _ in settings) + " |")
+    for backend in backends:
+        cells = []
+        for setting in settings:
+            values = results.get((backend, setting))
+            cells.append(f"{statistics.median(values):,.0f} frames/s" if values else f"n/a ({errors.get((backend, setting), '-')})")
+        print(f"| {backend} | " + " | ".join(cells) + " |")
+    print()
+    for setting in settings:
+        ours = {b: statistics.median(v) for (b, s), v in results.items() if s == setting and b.startswith("rl-core")}
+        sb3 = {b: statistics.median(v) for (b, s), v in results.items() if s == setting and b.startswith("SB3")}
+        if ours and sb3:
+            best, peer = max(ours, key=ours.__getitem__), max(sb3, key=sb3.__getitem__)
+            print(f"{setting}: rl-core's fastest ({best}) / SB3's fastest ({peer}) = {ours[best] / sb3[peer]:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

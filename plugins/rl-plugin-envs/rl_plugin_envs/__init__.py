@@ -1,0 +1,67 @@
+"""rl-plugin-envs: env wrappers by name, any Gymnasium wrapper by import path, and EnvPool as a vectorization.
+
+Wrappers are listed under ``env.wrappers`` and applied in that order::
+
+    env:
+      id: ALE/Pong-v5
+      wrappers:
+        atari: {}                     # no-op starts, frame skip 4 with max-pooling, 84 x 84 grey
+        frame_stack: {stack_size: 4}
+        clip_reward: {}
+        "gymnasium.wrappers.ClipAction": {}   # any Gymnasium wrapper class by import path
+
+=================================  ==============================================================================
+``normalize_observation``          running mean / std of observations (checkpointed, frozen for evaluation)
+``normalize_reward``               rewards over the running std of the discounted return
+``fixed_normalize_observation``    fixed ``loc`` / ``scale``: given, from the space's bounds or a random rollout
+``scale_reward``, ``clip_reward``  affine reward scaling, clipping (``info["raw_reward"]`` keeps the env's)
+``frame_skip``                     repeat actions, max-pool the last two frames (inside each env)
+``time_limit``                     truncate episodes (inside each env)
+``frame_stack``                    stack the last N observations (inside each env)
+``resize``, ``grayscale``          image observations (inside each env)
+``atari``                          Gymnasium's Atari preprocessing (inside each env)
+``pixels``                         rendered frames into the batch (``pixels``), TorchRL's ``PixelRenderTransform``
+=================================  ==============================================================================
+
+Wrappers that act inside each env come before the vector-env wrappers. ``env.vectorization:
+envpool`` steps the envs with EnvPool (``pip install envpool``).
+
+This module stays light: importing it imports neither torch nor numpy nor gymnasium.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlcore import hookimpl
+
+from ._factories import IMPORT_PATH, WRAPPERS, envpool, import_path
+
+__version__ = "0.1.0"
+
+__all__ = ["IMPORT_PATH", "WRAPPERS", "envpool", "import_path", "rl_batch_process", "rl_register_env_wrappers", "rl_register_vectorizations"]
+
+
+@hookimpl
+def rl_register_env_wrappers() -> dict[str, Any]:
+    """Every wrapper by name, and the resolver of Gymnasium wrappers by import path (the pattern ``*.*``)."""
+    return {**WRAPPERS, IMPORT_PATH: import_path}
+
+
+@hookimpl
+def rl_register_vectorizations() -> dict[str, Any]:
+    """``envpool``: EnvPool's C++ vector env."""
+    return {"envpool": envpool}
+
+
+@hookimpl(tryfirst=True)
+def rl_batch_process(trainer: Any, batch: Any) -> None:
+    """Write the frames of a ``pixels`` wrapper into the batch, before an algorithm flattens it."""
+    env = getattr(getattr(trainer, "collector", None), "env", None)
+    while env is not None:
+        if type(env).__name__ == "PixelRender":
+            from ._pixels import add_pixels
+
+            add_pixels(trainer, batch)
+            return
+        env = getattr(env, "env", None)

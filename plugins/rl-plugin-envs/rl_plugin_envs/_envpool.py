@@ -1,0 +1,118 @@
+"""EnvPool as a vector-env backend (``env.vectorization: envpool``): envs stepped in C++ threads.
+
+EnvPool resets an env that ended on the *next* step (Gymnasium's ``NEXT_STEP``); rl-core's
+collector wants ``SAME_STEP``: the env is reset at once, its reset observation returned, and the
+true final observation kept in ``info["final_obs"]``. :class:`EnvPoolVectorEnv` does that with
+EnvPool's partial reset (``reset(env_ids)``), so batches, episode statistics and truncation (a
+time limit's end bootstraps, a termination does not) are the same as with ``sync`` and ``async``.
+
+Seeds: EnvPool seeds env ``i`` with ``seed + i`` when the pool is made; ``reset(seed=s)`` makes the
+pool again with seed ``s`` (the collector seeds once per run). EnvPool's envs cannot be saved: a
+resumed run starts fresh episodes (the collector says so).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from rlcore import ConfigError
+
+
+def envpool_task(env_id: str) -> str:
+    """EnvPool's name of a Gymnasium id: ``ALE/Pong-v5`` is ``Pong-v5``; other ids are the same.
+
+    :raises ConfigError: when EnvPool has no such env (with close matches), or is not installed.
+    """
+    try:
+        import envpool
+    except ImportError as err:
+        raise ConfigError(f"env.vectorization: envpool is not installed ({err}); pip install envpool") from None
+    task = env_id.removeprefix("ALE/").rpartition(":")[2]
+    known = envpool.list_all_envs()
+    if task not in known:
+        close = difflib.get_close_matches(task, known, n=5)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise ConfigError(f"env.vectorization: envpool has no env {task!r} (from env.id {env_id!r}){hint}")
+    return task
+
+
+class EnvPoolVectorEnv(VectorEnv):
+    """An EnvPool pool behind Gymnasium's vector-env API, in ``SAME_STEP`` autoreset mode.
+
+    :param task: EnvPool's env name (``CartPole-v1``, ``Pong-v5``, ``HalfCheetah-v5``).
+    :param num_envs: envs in the pool.
+    :param seed: env ``i`` is seeded ``seed + i``.
+    :param kwargs: EnvPool's own options for the task (``max_episode_steps``, ``frame_skip``, ``img_height``, ...).
+    """
+
+    def __init__(self, task: str, num_envs: int, seed: int = 0, kwargs: Mapping[str, Any] | None = None) -> None:
+        self.task, self.num_envs, self.kwargs = task, num_envs, dict(kwargs or {})
+        self._seed = seed
+        self.pool = self._make(seed)
+        self.single_observation_space = self.pool.observation_space
+        self.single_action_space = self.pool.action_space
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self.metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+        self.render_mode = None
+        self._all = np.arange(num_envs, dtype=np.int32)
+
+    def _make(self, seed: int) -> Any:
+        import envpool
+
+        try:
+            return envpool.make(self.task, env_type="gymnasium", num_envs=self.num_envs, seed=int(seed), **self.kwargs)
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise ConfigError(f"env.kwargs: envpool cannot make {self.task!r} with {self.kwargs} ({err})") from None
+
+    def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        if seed is not None:
+            first = int(seed[0] if isinstance(seed, (list, tuple)) else seed)
+            if first != self._seed:
+                self.pool.close()
+                self.pool, self._seed = self._make(first), first
+        obs, info = self.pool.reset(self._all)
+        return obs, dict(info)
+
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.pool.step(np.asarray(actions), self._all)
+        info = dict(info)
+        done = np.logical_or(terminated, truncated)
+        if done.any():
+            ended = np.flatnonzero(done).astype(np.int32)
+            reset_obs, _ = self.pool.reset(ended)
+            final = obs.copy()
+            obs = obs.copy()
+            obs[ended] = reset_obs
+            info["final_obs"], info["_final_obs"] = final, done
+            info["final_info"], info["_final_info"] = {}, done
+        return obs, np.asarray(reward, dtype=np.float64), np.asarray(terminated, dtype=bool), np.asarray(truncated, dtype=bool), info
+
+    def close_extras(self, **kwargs: Any) -> None:
+        close = getattr(self.pool, "close", None)
+        if close is not None:
+            close()
+
+
+def envpool_vector_env(make_env: Callable[[], Any], num_envs: int, *, env_id: str = "", kwargs: Mapping[str, Any] | None = None, **_: Any) -> EnvPoolVectorEnv:
+    """``num_envs`` envs of ``env_id`` stepped by EnvPool in C++ threads; ``env.kwargs`` are EnvPool's options for the task.
+
+    :param make_env: unused (EnvPool makes its own envs).
+    :param num_envs: envs in the pool.
+    :param env_id: the run's env id (``CartPole-v1``, ``ALE/Pong-v5``: EnvPool's Atari envs preprocess
+        themselves, 84 x 84 grey frames stacked by 4, as its ``Pong-v5`` defines).
+    :param kwargs: ``env.kwargs``.
+    """
+    kwargs = dict(kwargs or {})
+    if "render_mode" in kwargs:
+        raise ConfigError("env.kwargs.render_mode: the envpool vectorization does not render (valid choices: sync, async)")
+    return EnvPoolVectorEnv(envpool_task(env_id), num_envs, kwargs=kwargs)
+
+
+__all__ = ["EnvPoolVectorEnv", "envpool_task", "envpool_vector_env"]

@@ -1,0 +1,66 @@
+"""Any Gymnasium wrapper by import path: ``env.wrappers: {"gymnasium.wrappers.ClipAction": {}}``.
+
+A ``gymnasium.Wrapper`` class wraps each env of the vector env (:func:`~rl_plugin_envs._inside.wrap_each_env`);
+a ``gymnasium.vector.VectorWrapper`` class wraps the vector env. The options are the class's
+keyword arguments, checked against its signature by rl-core's validator.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from functools import partial
+from typing import Any
+
+from rlcore import ConfigError
+
+
+def load_wrapper_class(path: str) -> type:
+    """The class at ``path`` (``package.module.Class``; ``package.module:Class`` too).
+
+    :raises ConfigError: naming ``env.wrappers.<path>`` when it cannot be imported or is no Gymnasium wrapper.
+    """
+    import gymnasium
+    from gymnasium.vector import VectorWrapper
+
+    key = f"env.wrappers.{path}"
+    module_name, _, name = path.replace(":", ".").rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError, ValueError) as err:
+        raise ConfigError(f"{key}: cannot import {path!r} ({err})") from None
+    if not (isinstance(cls, type) and issubclass(cls, (gymnasium.Wrapper, VectorWrapper))):
+        raise ConfigError(f"{key}: {path!r} is not a Gymnasium wrapper class (gymnasium.Wrapper or gymnasium.vector.VectorWrapper)")
+    return cls
+
+
+def _apply(cls: type, path: str, env: Any, **options: Any) -> Any:
+    from gymnasium.vector import VectorWrapper
+
+    if issubclass(cls, VectorWrapper):
+        return cls(env, **options)
+    from ._inside import wrap_each_env
+
+    return wrap_each_env(env, partial(cls, **options), f"env.wrappers.{path}")
+
+
+def wrapper_from_path(path: str) -> Any:
+    """A wrapper factory ``factory(env, **options)`` for the Gymnasium wrapper class at ``path``.
+
+    Its signature is the class's (without ``env``), so that the options are checked by name and type.
+
+    :param path: ``gymnasium.wrappers.ClipAction``, ``mypackage.wrappers.MyWrapper``, ...
+    :raises ConfigError: when the class cannot be imported or is no Gymnasium wrapper.
+    """
+    cls = load_wrapper_class(path)
+    factory = partial(_apply, cls, path)
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return factory
+    params = list(signature.parameters.values())
+    factory.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    return factory
+
+
+__all__ = ["load_wrapper_class", "wrapper_from_path"]

@@ -1,0 +1,65 @@
+"""Any Gymnasium id: ids registered by a package on import, Gymnasium's ``module:EnvId``, and one line for an unknown id."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import rlcore
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh interpreter, where no package that registers ids is imported yet."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+@pytest.mark.parametrize(
+    ("env_id", "module", "shape"),
+    [("ALE/Pong-v5", "ale_py", (210, 160, 3)), ("MinAtar/Breakout-v1", "minatar", (10, 10, 4))],
+)
+def test_an_id_registered_on_import_works_without_the_import(env_id: str, module: str, shape: tuple[int, ...]) -> None:
+    pytest.importorskip(module)
+    done = _python(
+        "import sys, gymnasium, rlcore\n"
+        f"assert {env_id!r} not in gymnasium.registry\n"
+        f"env = rlcore.make_vector_env({env_id!r}, 2)\n"
+        "print(env.single_observation_space.shape, 'async' if False else '')\n"
+    )
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert done.stdout.split("\n")[0].strip() == str(shape)
+
+
+def _rlctl(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    """``rlctl ARGV`` in this process: its exit code and what it wrote on stderr."""
+    from rlcore._cli import main  # rlctl's entry point
+
+    with pytest.raises(SystemExit) as exited:
+        main(list(argv))
+    return int(exited.value.code), capsys.readouterr().err
+
+
+def test_module_colon_id_and_an_unknown_id_from_the_command_line(tmp_path, capsys) -> None:
+    env = rlcore.make_vector_env("gymnasium.envs.classic_control:CartPole-v1", 2, vectorization="async")
+    assert env.single_observation_space.shape == (4,)
+    env.close()
+    pytest.importorskip("rl_plugin_pg")
+    pytest.importorskip("ale_py")
+    code, err = _rlctl(capsys, "train", "--algo", "ppo", "--env", "ALE/Pongg-v5", "--out", str(tmp_path / "run"))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "unknown env 'ALE/Pongg-v5'" in err and "did you mean ALE/Pong-v5" in err
+    code, err = _rlctl(capsys, "train", "--algo", "ppo", "--env", "nosuchpackage:Thing-v0", "--out", str(tmp_path / "run"))
+    expected = "rlctl: error: env.id: cannot import module 'nosuchpackage' of 'nosuchpackage:Thing-v0' (No module named 'nosuchpackage')"
+    assert code == 2 and err.strip() == expected
+    assert not (tmp_path / "run").exists()
+
+
+def test_mujoco_and_box2d_ids() -> None:
+    pytest.importorskip("mujoco")
+    pytest.importorskip("Box2D")
+    for env_id, shape in [("HalfCheetah-v5", (17,)), ("LunarLander-v3", (8,))]:
+        env = rlcore.make_vector_env(env_id, 1)
+        assert env.single_observation_space.shape == shape
+        env.close()

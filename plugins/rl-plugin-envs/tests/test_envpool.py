@@ -1,0 +1,55 @@
+"""EnvPool as a vectorization: the collector's batches, episode statistics and truncation, as with sync."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from envs_helpers import RandomPolicy, make
+
+import rlcore
+
+pytest.importorskip("envpool", reason="EnvPool has no wheel for this platform or Python")
+
+
+def test_envpool_steps_in_same_step_autoreset_mode() -> None:
+    env = make("CartPole-v1", 3, vectorization="envpool", kwargs={"max_episode_steps": 20})
+    assert type(env).__name__ == "EnvPoolVectorEnv" and env.metadata["autoreset_mode"].name == "SAME_STEP"
+    obs, _ = env.reset(seed=4)
+    lengths = np.zeros(3, dtype=int)
+    ended = []
+    for _ in range(60):
+        obs, _reward, terminated, truncated, info = env.step(np.zeros(3, dtype=np.int64))
+        lengths += 1
+        done = terminated | truncated
+        if done.any():
+            assert np.array_equal(info["_final_obs"], done)
+            assert not np.array_equal(info["final_obs"][done], obs[done])  # obs is the reset observation, final_obs the last one
+            assert np.all(np.abs(obs[done]) <= 0.05)  # CartPole resets near the origin
+            ended += list(zip(lengths[done], terminated[done], truncated[done]))
+            lengths[done] = 0
+    assert all(length <= 20 for length, *_ in ended) and any(term for _, term, _ in ended)  # pushed left, the pole falls first
+
+
+def test_the_collector_counts_episodes_and_keeps_truncation_apart() -> None:
+    env = make("CartPole-v1", 4, vectorization="envpool", kwargs={"max_episode_steps": 10})
+    collector = rlcore.Collector(env, RandomPolicy(2), frames_per_batch=160)
+    collector.set_seed(0)
+    batch = collector.collect()
+    assert batch.batch_size == (4, 40)
+    keys = {"observation", "action", ("next", "observation"), ("next", "reward"), ("next", "done"), ("next", "terminated"), ("next", "truncated")}
+    assert set(batch.keys(True, True)) >= keys
+    truncated, terminated = batch["next", "truncated"], batch["next", "terminated"]
+    assert truncated.any() and not (truncated & terminated).any()
+    returns, lengths = collector.finished_episodes
+    assert len(lengths) == int(batch["next", "done"].sum()) and lengths.max() <= 10 and np.array_equal(returns, lengths.astype(float))
+    done = batch["next", "done"][..., 0]
+    env_i, t = map(int, done.nonzero()[0])
+    if t + 1 < 40:  # the next observation of an ended episode is its true last one, the next step starts afresh
+        assert not np.array_equal(batch["next", "observation"][env_i, t].numpy(), batch["observation"][env_i, t + 1].numpy())
+    env.close()
+
+
+def test_an_id_envpool_lacks_is_one_line() -> None:
+    pytest.importorskip("minatar")
+    with pytest.raises(rlcore.ConfigError, match=r"^env.vectorization: envpool has no env 'MinAtar/Breakout-v1' \(from env.id 'MinAtar/Breakout-v1'\)"):
+        rlcore.make_vector_env("MinAtar/Breakout-v1", 2, vectorization="envpool")

@@ -1,0 +1,98 @@
+"""Image wrappers on a real Atari env (ale-py), rendered pixels into the batch, and Pong from the command line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+import pytest
+from envs_helpers import RandomPolicy, make
+
+import rlcore
+
+pytest.importorskip("cv2", reason="the image wrappers need opencv-python-headless")
+
+
+@pytest.fixture(scope="module")
+def ale():
+    return pytest.importorskip("ale_py", reason="Atari envs need ale-py")
+
+
+def test_atari_preprocessing_is_gymnasiums_on_each_env(ale) -> None:
+    env = make("ALE/Pong-v5", 2, {"atari": {"noop_max": 0}, "frame_stack": {"stack_size": 4}}, kwargs={"repeat_action_probability": 0.0})
+    assert env.single_observation_space.shape == (4, 84, 84) and env.single_observation_space.dtype == np.uint8
+    reference = gymnasium.wrappers.FrameStackObservation(
+        gymnasium.wrappers.AtariPreprocessing(gymnasium.make("ALE/Pong-v5", frameskip=1, repeat_action_probability=0.0), noop_max=0), 4
+    )
+    obs, _ = env.reset(seed=3)
+    expected, _ = reference.reset(seed=3)
+    assert np.array_equal(obs[0], expected)
+    for action in [2, 3, 2, 2, 0, 3]:
+        obs, reward, *_ = env.step(np.array([action, action]))
+        expected, expected_reward, *_ = reference.step(action)
+        assert np.array_equal(obs[0], expected) and reward[0] == expected_reward
+    assert not np.array_equal(obs[0, 0], obs[0, -1])  # the frames of the stack differ: the game moves
+    env.close()
+
+
+def test_resize_and_grayscale_match_opencv(ale) -> None:
+    import cv2
+
+    env = make("ALE/Pong-v5", 1, {"grayscale": {}, "resize": {"height": 42, "width": 32}})
+    raw = make("ALE/Pong-v5", 1)
+    assert env.single_observation_space.shape == (42, 32)
+    obs, _ = env.reset(seed=1)
+    frame, _ = raw.reset(seed=1)
+    grey = np.sum(np.multiply(frame[0], np.array([0.2125, 0.7154, 0.0721])), axis=-1).astype(np.uint8)
+    assert np.array_equal(obs[0], cv2.resize(grey, (32, 42), interpolation=cv2.INTER_AREA))
+
+
+def test_pixels_enter_the_batch_as_the_frames_of_the_observations() -> None:
+    env = make("CartPole-v1", 2, {"pixels": {"height": 30, "width": 45}}, kwargs={"render_mode": "rgb_array"})
+    collector = rlcore.Collector(env, RandomPolicy(2), frames_per_batch=24)
+    collector.set_seed(0)
+    batch = collector.collect()
+    from rl_plugin_envs._pixels import add_pixels
+
+    trainer = type("T", (), {"collector": collector})()
+    add_pixels(trainer, batch)
+    pixels = batch["pixels"]
+    assert pixels.shape == (2, 12, 30, 45, 3) and pixels.dtype.is_floating_point is False
+    import cv2
+
+    probe = gymnasium.make("CartPole-v1", render_mode="rgb_array")
+    for t in (0, 5):  # the frame of observation t is CartPole drawn at that observation's state
+        probe.reset(seed=0)
+        probe.unwrapped.state = batch["observation"][0, t].double().numpy()
+        expected = cv2.resize(probe.render(), (45, 30), interpolation=cv2.INTER_AREA)
+        assert np.abs(pixels[0, t].numpy().astype(int) - expected.astype(int)).mean() < 1.0
+    env.close()
+
+
+def test_pong_trains_from_the_command_line_and_eval_records_pong(ale, tmp_path: Path) -> None:
+    """`rlctl train --algo ppo --env ALE/Pong-v5 --set env.wrappers=...`: Atari preprocessing, frame stack, the CNN; then `rlctl eval --video`."""
+    pytest.importorskip("rl_plugin_pg")
+    pytest.importorskip("rl_plugin_video")
+    run = tmp_path / "pong"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    wrappers = "env.wrappers={atari: {}, frame_stack: {stack_size: 4}}"
+    train = [sys.executable, "-m", "rlcore", "train", "--algo", "ppo", "--env", "ALE/Pong-v5", "--frames", "128", "--seed", "0", "--out", str(run),
+             "--set", wrappers, "--set", "env.num_envs=2", "--set", "collector.frames_per_batch=128", "--set", "algo.minibatches=2",
+             "--set", "algo.epochs=1", "--set", "loggers.console=null",
+             "--set", "env.kwargs={max_episode_steps: 600}"]  # fmt: skip  (600 emulator frames: 150 steps an episode)
+    done = subprocess.run(train, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    from rl_plugin_video import read_video
+
+    evaluate = [sys.executable, "-m", "rlcore", "eval", str(run), "--episodes", "1", "--video"]
+    evaluated = subprocess.run(evaluate, env=env, capture_output=True, text=True, timeout=240)
+    assert evaluated.returncode == 0, evaluated.stderr[-2000:]
+    (video,) = (run / "videos").glob("eval_*.mp4")
+    frames = read_video(video)
+    assert frames.shape[1:] == (210, 160, 3)  # Pong's own frames,
+    assert (600 - 30) // 4 <= frames.shape[0] <= 600 // 4 + 1  # one a step of the episode (600 emulator frames, up to 30 no-ops at its start)
+    assert np.abs(frames[-1].astype(int) - frames[0].astype(int)).mean() > 0.5  # the game moved

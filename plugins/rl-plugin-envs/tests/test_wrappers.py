@@ -1,0 +1,176 @@
+"""Each wrapper on a real env: the values it produces, its state saved and restored, its bad options refused."""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+import pytest
+from envs_helpers import assert_same, make, restore, rollout, save
+
+import rlcore
+
+
+def test_normalize_observation_and_reward_match_a_hand_computation() -> None:
+    env = make("CartPole-v1", 2, {"normalize_observation": {}, "normalize_reward": {"gamma": 0.9}})
+    raw = make("CartPole-v1", 2)
+    obs, _ = env.reset(seed=3)
+    raw_obs, _ = raw.reset(seed=3)
+    seen, returns, rets = [raw_obs], np.zeros(2), []
+    for _ in range(30):
+        action = np.array([1, 0])
+        obs, reward, terminated, truncated, info = env.step(action)
+        raw_obs, raw_reward, *_ = raw.step(action)
+        seen.append(raw_obs)
+        returns = returns * 0.9 + raw_reward
+        rets.append(returns.copy())
+        returns[terminated | truncated] = 0
+    stacked = np.concatenate(seen)
+    expected = np.clip((raw_obs - stacked.mean(0)) / np.sqrt(stacked.var(0) + 1e-8), -10, 10)
+    np.testing.assert_allclose(obs, expected, rtol=1e-3, atol=1e-4)  # the running mean starts from a prior of weight 1e-4
+    assert np.array_equal(info["raw_reward"], raw_reward)
+    np.testing.assert_allclose(reward, raw_reward / np.sqrt(np.concatenate(rets).var() + 1e-8), rtol=1e-3)
+    env.close()
+    raw.close()
+
+
+def test_fixed_normalization_from_bounds_from_a_rollout_and_given() -> None:
+    bounds = make("MountainCar-v0", 2, {"fixed_normalize_observation": {"source": "bounds"}})
+    raw = make("MountainCar-v0", 2)
+    obs, _ = bounds.reset(seed=0)
+    raw_obs, _ = raw.reset(seed=0)
+    low, high = raw.single_observation_space.low, raw.single_observation_space.high
+    np.testing.assert_allclose(obs, (raw_obs - (high + low) / 2) / ((high - low) / 2), rtol=1e-6)
+    assert np.all(np.abs(obs) <= 1)
+
+    env = make("CartPole-v1", 2, {"fixed_normalize_observation": {"steps": 200, "seed": 5}})
+    assert env_state_loc(env) is None  # computed at the first reset, unless a checkpoint brings it
+    env.reset(seed=1)
+    stats = rlcore.get_stats_random_rollout(make("CartPole-v1", 2), steps=200, seed=5)
+    np.testing.assert_allclose(env_state_loc(env), stats["loc"].numpy(), rtol=1e-6)
+    frozen = make("CartPole-v1", 1, {"fixed_normalize_observation": {"steps": 200, "seed": 9}})
+    restore_wrappers(frozen, env)
+    frozen_obs, _ = frozen.reset(seed=4)  # no rollout of its own: the statistics came with the state
+    np.testing.assert_allclose(env_state_loc(frozen), env_state_loc(env))
+    plain, _ = make("CartPole-v1", 1).reset(seed=4)
+    np.testing.assert_allclose(frozen_obs, (plain - stats["loc"].numpy()) / stats["scale"].numpy(), rtol=1e-5, atol=1e-6)
+
+    given = make("CartPole-v1", 1, {"fixed_normalize_observation": {"source": "given", "loc": 1.0, "scale": [1, 2, 4, 8]}})
+    obs, _ = given.reset(seed=4)
+    np.testing.assert_allclose(obs, (plain - 1.0) / np.array([1, 2, 4, 8]), rtol=1e-6)
+
+
+def env_state_loc(env):
+    return env.loc
+
+
+def restore_wrappers(target, source):
+    from rlcore._envs import env_states, load_env_states
+
+    load_env_states(target, env_states(source))
+
+
+@pytest.mark.parametrize(
+    ("wrappers", "message"),
+    [
+        ({"fixed_normalize_observation": {"source": "bounds"}}, "fixed_normalize_observation.source: 'bounds' needs finite observation bounds"),
+        ({"fixed_normalize_observation": {"source": "given"}}, "fixed_normalize_observation.loc: source 'given' needs loc and scale"),
+        (
+            {"fixed_normalize_observation": {"source": "kind"}},
+            r"fixed_normalize_observation.source: unknown value 'kind' \(valid choices: rollout, bounds, given\)",
+        ),
+        ({"clip_reward": {"min_reward": 1, "max_reward": 0}}, "clip_reward.max_reward: expected a number > min_reward=1.0, got 0.0"),
+        ({"frame_skip": {"skip": 1}}, "frame_skip.skip: expected an integer >= 2, got 1"),
+        ({"normalize_observation": {}, "frame_stack": {}}, "frame_stack: changes what each env observes, so it comes before the vector-env wrappers"),
+        ({"pixels": {}}, r"env.wrappers.pixels: needs envs that render frames \(set env.kwargs.render_mode: rgb_array\)"),
+    ],
+)
+def test_bad_options_are_one_line_naming_the_key(tmp_path, wrappers, message) -> None:
+    with pytest.raises(rlcore.ConfigError, match=message) as caught:
+        config = rlcore.load_config(overrides=["algo.name=ppo", f"env.wrappers={wrappers}", "trainer.total_frames=64"])
+        rlcore.build_trainer(config, run_dir=tmp_path / "run")
+    assert "\n" not in str(caught.value) and not (tmp_path / "run").exists()
+
+
+def test_scale_and_clip_rewards_keep_the_raw_reward() -> None:
+    env = make("Pendulum-v1", 2, {"scale_reward": {"scale": 0.5, "loc": 1.0}, "clip_reward": {"min_reward": -1.0, "max_reward": 0.5}})
+    raw = make("Pendulum-v1", 2)
+    env.reset(seed=0)
+    raw.reset(seed=0)
+    action = np.full((2, 1), 1.5, dtype=np.float32)
+    _, reward, _, _, info = env.step(action)
+    _, raw_reward, *_ = raw.step(action)
+    assert np.array_equal(info["raw_reward"], raw_reward)  # the first wrapper that changes rewards sets it
+    np.testing.assert_allclose(reward, np.clip(raw_reward * 0.5 + 1.0, -1.0, 0.5))
+
+
+def test_frame_skip_repeats_actions_and_ends_episodes_inside_the_skip() -> None:
+    env = make("CartPole-v1", 2, {"frame_skip": {"skip": 3}})
+    one = gymnasium.make("CartPole-v1")
+    obs, _ = env.reset(seed=7)
+    one_obs, _ = one.reset(seed=7)
+    assert np.array_equal(obs[0], one_obs)
+    steps, total = 0, 0.0
+    while True:
+        obs, reward, terminated, _truncated, info = env.step(np.array([1, 1]))
+        frames, ended = [], False
+        for _ in range(3):
+            frame, r, term, trunc, _ = one.step(1)
+            frames.append(frame)
+            total += r
+            if term or trunc:
+                ended = True
+                break
+        steps += 1
+        if ended:
+            assert terminated[0] and np.array_equal(info["final_obs"][0], np.maximum(frames[-2], frames[-1]) if len(frames) > 1 else info["final_obs"][0])
+            assert reward[0] == len(frames)
+            break
+        assert np.array_equal(obs[0], np.maximum(frames[-2], frames[-1])) and reward[0] == 3.0
+    assert 2 <= steps < 20  # CartPole pushed right falls within a few dozen frames
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "async"])
+def test_inside_wrappers_save_and_restore_the_envs_exactly(vectorization) -> None:
+    wrappers = {"frame_skip": {"skip": 2}, "time_limit": {"max_episode_steps": 9}, "frame_stack": {"stack_size": 3}, "normalize_observation": {}}
+    env = make("CartPole-v1", 2, wrappers, vectorization=vectorization)
+    assert env.single_observation_space.shape == (3, 4)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    rollout(env, [rng.integers(0, 2, 2) for _ in range(13)])
+    state = save(env)
+    assert state[1] is not None  # every layer of every env can be saved
+    actions = [rng.integers(0, 2, 2) for _ in range(25)]
+    first = rollout(env, actions)
+    assert any(row[3].any() for row in first)  # the time limit of 9 steps truncates
+    other = make("CartPole-v1", 2, wrappers, vectorization=vectorization)
+    other.reset(seed=123)
+    restore(other, state)
+    assert_same(rollout(other, actions), first)
+    env.close()
+    other.close()
+
+
+def test_import_path_wraps_each_env_or_the_vector_env() -> None:
+    from rl_plugin_envs import import_path
+
+    clip = import_path("gymnasium.wrappers.ClipAction")
+    env = clip(make("Pendulum-v1", 1))
+    raw = make("Pendulum-v1", 1)
+    env.reset(seed=0)
+    raw.reset(seed=0)
+    far, edge = np.full((1, 1), 50.0, dtype=np.float32), np.full((1, 1), 2.0, dtype=np.float32)
+    assert np.array_equal(env.step(far)[0], raw.step(edge)[0])  # clipped to the bound inside each env
+    under = clip(make("Pendulum-v1", 1, {"normalize_reward": {}}))  # an action wrapper goes inside, under a vector wrapper
+    assert type(under).__name__ == "NormalizeReward" and type(under.env.envs[0]).__name__ == "ClipAction"
+    rescale = import_path("gymnasium.wrappers.vector.RescaleAction")
+    assert type(rescale(make("Pendulum-v1", 1), min_action=-1.0, max_action=1.0)).__name__ == "RescaleAction"
+    for path, message in [("gymnasium.wrappers.NoSuchWrapper", "cannot import"), ("collections.OrderedDict", "is not a Gymnasium wrapper class")]:
+        with pytest.raises(rlcore.ConfigError, match=f"env.wrappers.{path}: .*{message}"):
+            import_path(path)
+    assert rlcore.validate_options("env.wrappers.x", clip, {}, ("env",)) == {}
+
+
+def test_import_path_from_the_config() -> None:
+    config = rlcore.load_config(overrides=["algo.name=ppo", "env.id=Pendulum-v1", "env.wrappers={gymnasium.wrappers.ClipAction: {}}"])
+    # added after PPO's Pendulum default (normalize_reward): wrappers apply in the order they are listed
+    assert list(config["env"]["wrappers"]) == ["normalize_reward", "gymnasium.wrappers.ClipAction"]

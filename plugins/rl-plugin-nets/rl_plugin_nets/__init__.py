@@ -1,0 +1,55 @@
+"""rl-plugin-nets: the network building blocks that algorithm plugins share.
+
+=============================  ==========================================================================
+:func:`encoder_for`            the encoder of an observation space: a CNN for images (``uint8`` or
+                               ``bool``, channels first or last, frame stacks too), an MLP otherwise
+:class:`CNN`                   convolutions, ReLU, one linear layer: ``[..., *image] -> [..., features]``;
+                               ``uint8`` stays ``uint8`` until it is on the network's device, scaled there
+:class:`NatureCNN`             the CNN of the Nature DQN paper (Mnih et al., 2015): 32-64-64, 512 features
+:class:`MLPEncoder`            flattened observations through an MLP
+:func:`is_image_space`,        whether a space is an image, and its layout ``(channels, height, width,
+:func:`image_layout`           channels_last)``
+``NATURE``, ``SMALL``          the CNN presets: Nature's, and MinAtar's one-layer network for small images
+=============================  ==========================================================================
+
+This module stays light: importing it imports neither torch nor gymnasium.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from ._cnn import CNN, NATURE, SMALL, NatureCNN
+    from ._encoders import ENCODERS, MLPEncoder, encoder_for
+    from ._spaces import ImageLayout, image_layout, is_image_space
+
+_LAZY = {
+    "CNN": "._cnn",
+    "NATURE": "._cnn",
+    "SMALL": "._cnn",
+    "NatureCNN": "._cnn",
+    "ENCODERS": "._encoders",
+    "MLPEncoder": "._encoders",
+    "encoder_for": "._encoders",
+    "ImageLayout": "._spaces",
+    "image_layout": "._spaces",
+    "is_image_space": "._spaces",
+}
+
+__all__ = ["CNN", "ENCODERS", "NATURE", "SMALL", "ImageLayout", "MLPEncoder", "NatureCNN", "encoder_for", "image_layout", "is_image_space"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,117 @@
+"""``encoder_for``: the encoder of an observation space, a CNN for images and an MLP otherwise."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from torch import nn
+
+from ._cnn import CNN, NATURE, NATURE_MIN_SIDE, SMALL
+from ._spaces import image_layout, is_image_space
+
+#: the choices of ``kind``
+ENCODERS = ("auto", "mlp", "cnn")
+_ACTIVATIONS: dict[str, type[nn.Module]] = {
+    "tanh": nn.Tanh,
+    "relu": nn.ReLU,
+    "elu": nn.ELU,
+    "gelu": nn.GELU,
+    "silu": nn.SiLU,
+    "leaky_relu": nn.LeakyReLU,
+}
+
+
+class MLPEncoder(nn.Module):
+    """Flattened observations through linear layers, each followed by the activation: ``[..., *obs_shape] -> [..., out_dim]``.
+
+    With no hidden size it is the flattening alone (``out_dim`` is the observation's size).
+    Observations of any dtype are converted to float32 (``uint8`` scaled by 1/255).
+
+    :param obs_shape: one observation's shape.
+    :param hidden_sizes: widths of the layers.
+    :param activation: ``tanh``, ``relu``, ``elu``, ``gelu``, ``silu`` or ``leaky_relu``.
+    :param dtype: the observations' dtype.
+    """
+
+    def __init__(self, obs_shape: Sequence[int], hidden_sizes: Sequence[int] = (64, 64), activation: str = "tanh", *, dtype: Any = "float32") -> None:
+        super().__init__()
+        if activation not in _ACTIVATIONS:
+            raise ValueError(f"unknown activation {activation!r}; valid choices: {', '.join(_ACTIVATIONS)}")
+        self.obs_shape = tuple(obs_shape)
+        self.scale = 255.0 if np.dtype(dtype) == np.uint8 else 1.0
+        sizes = [math.prod(self.obs_shape), *hidden_sizes]
+        layers: list[nn.Module] = []
+        for n_in, n_out in itertools.pairwise(sizes):
+            linear = nn.Linear(n_in, n_out)
+            nn.init.orthogonal_(linear.weight, 2**0.5)
+            nn.init.zeros_(linear.bias)
+            layers += [linear, _ACTIVATIONS[activation]()]
+        self.net = nn.Sequential(*layers)
+        self.out_dim = sizes[-1]
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Features ``[..., out_dim]`` of observations ``[..., *obs_shape]``."""
+        lead = obs.shape[: obs.dim() - len(self.obs_shape)]
+        flat = obs.reshape(*lead, -1).float()
+        if self.scale != 1.0:
+            flat = flat / self.scale
+        return self.net(flat)
+
+
+def encoder_for(
+    observation_space: Any,
+    kind: Literal["auto", "mlp", "cnn"] = "auto",
+    *,
+    hidden_sizes: Sequence[int] = (64, 64),
+    activation: str = "tanh",
+    cnn_channels: Sequence[int] | None = None,
+    cnn_kernels: Sequence[int] | None = None,
+    cnn_strides: Sequence[int] | None = None,
+    cnn_features: int | None = None,
+    channels_last: bool | None = None,
+) -> CNN | MLPEncoder:
+    """The encoder of ``observation_space``: ``[..., *shape] -> [..., encoder.out_dim]``.
+
+    ``auto`` picks a :class:`CNN` for image spaces (:func:`is_image_space`: ``uint8`` or ``bool``
+    boxes of 2 to 4 dimensions, channels first or last) and an :class:`MLPEncoder` otherwise. The
+    CNN's layers default to the Nature DQN's (:data:`NATURE`) for images of at least 36 pixels a
+    side and to MinAtar's one-layer network (:data:`SMALL`) for smaller ones; each ``cnn_*``
+    option replaces its part of that preset.
+
+    :param observation_space: a Gymnasium ``Box``.
+    :param kind: ``auto``, ``mlp`` or ``cnn`` (a CNN on any 2- to 4-dimensional box).
+    :param hidden_sizes: the MLP's widths.
+    :param activation: the MLP's activation.
+    :param cnn_channels: output channels of each convolution.
+    :param cnn_kernels: kernel size of each convolution.
+    :param cnn_strides: stride of each convolution.
+    :param cnn_features: width of the CNN's last (linear) layer.
+    :param channels_last: the layout of 3-dimensional images; ``None`` decides from the shape.
+    :raises ValueError: for an unknown ``kind``, or ``cnn`` on a space that is no image.
+    """
+    if kind not in ENCODERS:
+        raise ValueError(f"unknown encoder {kind!r}; valid choices: {', '.join(ENCODERS)}")
+    shape, dtype = tuple(observation_space.shape), observation_space.dtype
+    if kind == "mlp" or (kind == "auto" and not is_image_space(observation_space)):
+        return MLPEncoder(shape, hidden_sizes, activation, dtype=dtype)
+    layout = image_layout(shape, dtype, channels_last)
+    if layout is None:
+        raise ValueError(f"a CNN needs an image observation space ([H, W], [H, W, C], [C, H, W] or [S, H, W, C]), got shape {shape}")
+    preset = NATURE if min(layout.height, layout.width) >= NATURE_MIN_SIDE else SMALL
+    return CNN(
+        shape,
+        channels=preset["channels"] if cnn_channels is None else cnn_channels,
+        kernels=preset["kernels"] if cnn_kernels is None else cnn_kernels,
+        strides=preset["strides"] if cnn_strides is None else cnn_strides,
+        features=preset["features"] if cnn_features is None else cnn_features,
+        dtype=dtype,
+        channels_last=channels_last,
+    )
+
+
+__all__ = ["ENCODERS", "MLPEncoder", "encoder_for"]

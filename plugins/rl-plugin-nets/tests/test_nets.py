@@ -1,0 +1,72 @@
+"""The CNN and the encoder choice: image spaces of every layout get a CNN, vectors an MLP, uint8 kept until the device."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+
+from rl_plugin_nets import CNN, MLPEncoder, NatureCNN, encoder_for, image_layout, is_image_space
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype", "channels", "channels_last"),
+    [
+        ((84, 84, 4), np.uint8, 4, True),  # Gymnasium's HWC
+        ((4, 84, 84), np.uint8, 4, False),  # a stack of grey frames (frame_stack after atari)
+        ((84, 84), np.uint8, 1, False),  # one grey frame
+        ((4, 96, 96, 3), np.uint8, 12, True),  # a stack of colour frames
+        ((10, 10, 4), bool, 4, True),  # MinAtar
+    ],
+)
+def test_image_spaces_get_a_cnn_of_the_right_layout(shape, dtype, channels, channels_last) -> None:
+    space = spaces.Box(0, 255 if dtype is np.uint8 else 1, shape, dtype)
+    assert is_image_space(space)
+    encoder = encoder_for(space)
+    assert isinstance(encoder, CNN) and encoder.layout.channels == channels and encoder.layout.channels_last == channels_last
+    obs = torch.as_tensor(np.stack([space.sample() for _ in range(6)])).reshape(2, 3, *shape)
+    assert encoder(obs).shape == (2, 3, encoder.out_dim)  # leading dims kept
+    first = encoder.net[0]
+    assert first.in_channels == channels and first.kernel_size == ((8, 8) if min(shape[-3:-1] if channels_last else shape[-2:]) >= 36 else (3, 3))
+
+
+def test_vector_spaces_get_an_mlp_and_cnn_is_refused_on_them() -> None:
+    space = spaces.Box(-1, 1, (17,), np.float32)
+    assert not is_image_space(space) and isinstance(encoder_for(space), MLPEncoder)
+    assert not is_image_space(spaces.Box(0, 255, (4, 5), np.uint8))  # too small to be an image
+    with pytest.raises(ValueError, match="a CNN needs an image observation space"):
+        encoder_for(space, "cnn")
+    with pytest.raises(ValueError, match="unknown encoder 'rnn'"):
+        encoder_for(space, "rnn")  # type: ignore[arg-type]
+
+
+def test_uint8_frames_are_scaled_on_the_device_and_match_float_input() -> None:
+    torch.manual_seed(0)
+    cnn = NatureCNN((84, 84, 4))
+    frames = torch.randint(0, 256, (5, 84, 84, 4), dtype=torch.uint8)
+    floats = CNN((84, 84, 4), dtype="float32")
+    floats.load_state_dict(cnn.state_dict())
+    torch.testing.assert_close(cnn(frames), floats(frames.float() / 255))  # the same network, scaled inside
+    assert image_layout((84, 84, 4), np.uint8).scale == 255.0
+    with torch.no_grad():  # a batch beyond the chunk size is valued in chunks, with the same result
+        many = torch.randint(0, 256, (1100, 84, 84, 4), dtype=torch.uint8)
+        torch.testing.assert_close(cnn(many)[:5], cnn(many[:5]))
+
+
+def test_nature_cnn_is_the_papers_network() -> None:
+    cnn = NatureCNN((4, 84, 84))
+    convs = [m for m in cnn.net if isinstance(m, torch.nn.Conv2d)]
+    assert [(c.out_channels, c.kernel_size[0], c.stride[0]) for c in convs] == [(32, 8, 4), (64, 4, 2), (64, 3, 1)]
+    assert cnn.net[-2].in_features == 64 * 7 * 7 and cnn.out_dim == 512
+    assert sum(p.numel() for p in cnn.parameters()) == 1_684_128
+    with pytest.raises(ValueError, match="leave no pixel"):
+        CNN((10, 10, 4), channels=[32, 64], kernels=[8, 4], strides=[4, 2], dtype=bool)
+
+
+def test_importing_the_plugin_does_not_import_torch() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "import sys, rl_plugin_nets; assert 'torch' not in sys.modules"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

@@ -1,0 +1,192 @@
+"""The ``ray`` collector on a real local Ray cluster (one per module, 2 CPUs): sync and async batches, the
+policy lag and update-to-data ratio read back from metrics.csv, a worker killed mid-run, an exact resume,
+Ctrl-C, and bad options refused in one line before Ray starts."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import importlib.util
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import rlcore
+from rlcore.testing import PluginConformance
+
+ray = pytest.importorskip("ray")
+pytest.importorskip("rl_plugin_pg")
+
+pytestmark = pytest.mark.timeout(240)
+
+EPOCHS = 2
+
+
+@pytest.fixture(scope="module")
+def ray_address() -> Any:
+    """One local Ray session for the module: the collectors of its runs use it (and leave it open)."""
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+
+
+def make_config(frames: int, hooks: dict[str, Any] | None = None, **collector: Any) -> dict[str, Any]:
+    """PPO on CartPole, 4 envs over 2 workers, batches of 64 frames, a small network."""
+    return rlcore.load_config(
+        hooks=hooks or {},
+        algo={"name": "ppo", "hidden_sizes": [16], "epochs": EPOCHS, "minibatches": 1},
+        env={"id": "CartPole-v1", "num_envs": 4},
+        collector={"name": "ray", "num_workers": 2, "frames_per_batch": 64, "num_cpus_per_worker": 0.5, "timeout": 120, **collector},
+        trainer={"total_frames": frames, "seed": 7, "progress_bar": False, "save_trainer_interval": 128},
+        checkpoint={"keep_last": 10},
+        loggers={"console": None},
+    )
+
+
+def metrics(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    values: dict[str, list[tuple[int, float]]] = {}
+    with open(run_dir / "metrics.csv", newline="") as handle:
+        for row in csv.DictReader(handle):
+            values.setdefault(row["name"], []).append((int(row["frames"]), float(row["value"])))
+    return values
+
+
+class Batches:
+    """Records each batch's shape and a digest of its observations (a batch delivered twice would repeat one)."""
+
+    def __init__(self) -> None:
+        self.shapes: list[tuple[int, ...]] = []
+        self.digests: list[str] = []
+        self.first: torch.Tensor | None = None
+
+    @rlcore.hookimpl
+    def rl_batch_process(self, batch: Any) -> None:
+        self.shapes.append(tuple(batch.shape))
+        self.digests.append(hashlib.sha1(batch["observation"].numpy().tobytes()).hexdigest())
+        if self.first is None:
+            self.first = batch["observation"][:, 0].clone()
+
+
+def test_bad_options_are_refused_in_one_line_before_ray_starts(tmp_path: Path) -> None:
+    cases = {
+        "collector.num_workers=3": "collector.num_workers: 3 does not divide env.num_envs=4 (each worker runs env.num_envs / num_workers envs)",
+        "collector.mode=fast": "collector.mode: unknown value 'fast' (valid choices: sync, async)",
+        "collector.workers=2": "unknown key collector.workers (valid choices: name, frames_per_batch, num_workers, mode, address, num_cpus, "
+        "num_cpus_per_worker, update_weights, max_worker_failures, timeout)",
+        "collector.num_cpus_per_worker=0": "collector.num_cpus_per_worker: expected a number > 0, got 0",
+    }
+    for override, message in cases.items():
+        with pytest.raises(rlcore.ConfigError) as info:
+            rlcore.build_trainer(rlcore.load_config(overrides=[override], **_sections()), run_dir=tmp_path / "run")
+        assert str(info.value) == message
+        assert not (tmp_path / "run").exists()
+    assert not ray.is_initialized()  # the checks come first
+
+
+def _sections() -> dict[str, Any]:
+    return {"algo": {"name": "ppo"}, "env": {"num_envs": 4}, "collector": {"name": "ray", "frames_per_batch": 64}}
+
+
+def test_sync_batches_are_every_workers_share_and_a_resume_continues_exactly(ray_address: str, tmp_path: Path) -> None:
+    run_a = tmp_path / "a"
+    trainer = rlcore.build_trainer(make_config(256), run_dir=run_a)
+    seen = Batches()
+    trainer.register_plugin(seen, "batches")
+    trainer.train()
+    assert trainer.collected_frames == 256 and seen.shapes == [(4, 16)] * 4  # [env.num_envs, frames_per_batch / num_envs]
+    assert seen.first is not None and len({tuple(row.tolist()) for row in seen.first}) == 4  # 4 envs, 4 seeds, 2 workers
+    logged = metrics(run_a)
+    assert [v for _, v in logged["collector/policy_lag"]] == [0.0] * 4  # sync: collected with the current weights
+    assert [v for _, v in logged["collector/utd_ratio"]] == [float(EPOCHS)] * 4
+    final = {k: v.clone() for k, v in trainer.loss_module.state_dict().items()}
+
+    run_b = tmp_path / "b"  # the same run, stopped after its checkpoint at 128 frames and resumed
+    shutil.copytree(run_a, run_b)
+    for checkpoint in (run_b / "checkpoints").iterdir():
+        if not checkpoint.name.startswith("ckpt-000000000128"):
+            checkpoint.unlink()
+    resumed = rlcore.build_trainer(rlcore.load_config(run_b / "config.yaml"), run_dir=run_b, resume=True)
+    assert resumed.collected_frames == 128
+    resumed.train()
+    assert resumed.collected_frames == 256 and resumed.batches == 4
+    for key, value in resumed.loss_module.state_dict().items():
+        assert torch.equal(value, final[key]), key  # workers' envs, observations and RNGs were restored
+
+
+def test_async_logs_lag_and_utd_and_a_killed_worker_is_replaced(ray_address: str, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    hooks = {"update_weights": {}} if importlib.util.find_spec("rl_plugin_hooks") else {}  # TorchRL's UpdateWeights, if installed
+    trainer = rlcore.build_trainer(make_config(64 * 8, hooks=hooks, mode="async"), run_dir=run)
+    seen = Batches()
+    trainer.register_plugin(seen, "batches")
+    pids = trainer.collector.worker_pids()
+
+    class Killer:
+        @rlcore.hookimpl
+        def rl_post_steps(self, trainer: Any) -> None:
+            if trainer.batches == 2:  # mid-run: worker 0 dies, whatever it is doing
+                os.kill(pids[0], signal.SIGKILL)
+
+    trainer.register_plugin(Killer(), "killer")
+    with pytest.warns(UserWarning) as caught:
+        trainer.train()
+    failures = [str(w.message) for w in caught if "ray collector" in str(w.message)]
+    assert len(failures) == 1 and failures[0].startswith("ray collector: worker 0 died"), failures
+
+    assert trainer.collected_frames == 512 and trainer.batches == 8  # exact: the dead worker's batch was never counted
+    assert seen.shapes == [(2, 32)] * 8  # one worker's frames_per_batch frames
+    assert len(set(seen.digests)) == 8  # and no batch was delivered twice
+    logged = metrics(run)
+    assert [frames for frames, _ in logged["collector/utd_ratio"]] == [64 * i for i in range(1, 9)]
+    assert {v for _, v in logged["collector/utd_ratio"]} == {float(EPOCHS)}
+    lags = [v for _, v in logged["collector/policy_lag"]]
+    assert len(lags) == 8 and min(lags) >= 0 and max(lags) >= 1  # the other worker's batch was collected with older weights
+    assert logged["collector/worker_failures"][-1][1] == 1.0
+    assert trainer.collector.version == 1 + 8  # weights sent at the start, then once per batch (the hook's and the collector's push are one)
+
+
+def test_ctrl_c_checkpoints_and_exits_130(ray_address: str, tmp_path: Path) -> None:
+    config = tmp_path / "ray.yaml"
+    rlcore.save_config(make_config(10**8, address=ray_address, num_workers=1), config)  # joins the module's cluster: no start-up
+    run = tmp_path / "run"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rlcore", "train", str(config), "--out", str(run)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "RLCORE_TRACEBACK": "1"},
+    )
+    try:
+        deadline = time.monotonic() + 150
+        while not list((run / "checkpoints").glob("ckpt-*")) and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.5)
+        os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the whole process group
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and "Error" not in err, err
+    saved = sorted(p.name for p in (run / "checkpoints").glob("ckpt-*"))
+    frames = int(err.strip().splitlines()[-1].split()[1])  # "rlctl: N frames, run directory ..."
+    assert saved[-1] == f"ckpt-{frames:012d}.pt"
+
+
+class TestRayPlugin(PluginConformance):
+    """Found through its entry point, listed without importing torch or ray, blockable."""
+
+    plugin = "ray"
+    distribution = "rl-plugin-ray"
+    provides = {"collectors": ["ray"]}
+    hooks = ("rl_register_collectors",)
+    heavy_modules = ("torch", "ray")

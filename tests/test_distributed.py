@@ -1,0 +1,122 @@
+"""Data-parallel learners: ``torchrun --nproc_per_node 2 -m rlcore train`` with gloo on CPU, as a user runs it.
+
+One run directory written by rank 0 alone (config, metrics, checkpoints), frames counted across
+the ranks, every rank's parameters identical after training (the gradients were averaged), each
+rank's own envs, and a resume with the same number of ranks that continues exactly where the run
+stopped, with the torch backend (rank 0 gathers the ranks' states) and torchsnapshot's distributed
+snapshot (each rank writes its own part). One process cannot resume a run of two.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import yaml
+
+import rlcore
+from rlcore._checkpoint import content_checksum
+
+pytestmark = pytest.mark.timeout(300)
+
+CONFIG = {
+    "algo": {"name": "ppo", "hidden_sizes": [16], "epochs": 2, "minibatches": 2},
+    "env": {"id": "CartPole-v1", "num_envs": 2},
+    "collector": {"frames_per_batch": 64},
+    "trainer": {"total_frames": 192, "seed": 5, "progress_bar": False, "save_trainer_interval": 64},
+    "loggers": {"console": None},
+    "checkpoint": {"keep_last": 10},
+}
+#: the frames of one batch of the run: 2 ranks x 32 frames (1 env each), as one process's 2 envs x 32 frames
+BATCH = 64
+
+
+def torchrun(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``torchrun --standalone --nproc_per_node 2 -m rlcore ARGS`` (``python -m torch.distributed.run`` is ``torchrun``)."""
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "rlcore", *args]
+    env = {**os.environ, "RLCORE_TRACEBACK": "1", "RLCORE_DIST_TIMEOUT": "120", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env, timeout=240)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def said(done: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line for line in done.stderr.splitlines() if line.startswith("rlctl:")]
+
+
+def checkpoint(run: Path, frames: int) -> dict[str, Any]:
+    state: dict[str, Any] = torch.load(run / "checkpoints" / f"ckpt-{frames:012d}.pt", weights_only=True)
+    return state
+
+
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run of 3 batches on 2 ranks, checkpointed after each one (torch backend)."""
+    root = tmp_path_factory.mktemp("ddp")
+    (root / "ppo.yaml").write_text(yaml.safe_dump(CONFIG))
+    done = torchrun("train", "ppo.yaml", "--out", "runs/a", cwd=root)
+    assert said(done) == ["rlctl: 192 frames, run directory runs/a"]  # one rank speaks
+    return root
+
+
+def test_one_run_directory_from_rank_0_frames_across_ranks_identical_parameters(straight: Path) -> None:
+    run = straight / "runs" / "a"
+    assert sorted(p.name for p in (straight / "runs").iterdir()) == ["a"]
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [f"ckpt-{f:012d}.pt" for f in (64, 128, 192)]
+    with open(run / "metrics.csv", newline="") as handle:
+        rows = [(int(row["frames"]), row["name"]) for row in csv.DictReader(handle)]
+    assert len(rows) == len(set(rows))  # each value logged once: rank 0 alone writes metrics
+    assert [frames for frames, name in rows if name == "perf/fps"] == [BATCH, 2 * BATCH, 3 * BATCH]
+    state = checkpoint(run, 192)
+    assert state["counters"]["collected_frames"] == 192 and state["counters"]["batches"] == 3
+    learners = state["distributed"]
+    assert learners["world_size"] == 2
+    assert learners["parameters_crc"] == [content_checksum(state["loss_module"])] * 2  # gradients averaged: the same parameters
+    first, second = (rank["collector"]["observation"] for rank in learners["ranks"])
+    assert first.shape == second.shape == (1, 4) and not torch.equal(first, second)  # each rank its own share of the envs
+    assert yaml.safe_load((run / "config.yaml").read_text())["trainer"]["seed"] == 5
+
+
+def test_a_resume_with_the_same_world_size_continues_exactly(straight: Path) -> None:
+    run = straight / "runs" / "b"
+    shutil.copytree(straight / "runs" / "a", run)
+    for path in (run / "checkpoints").iterdir():
+        if path.name != "ckpt-000000000064.pt":
+            path.unlink()
+    done = torchrun("train", "--resume", "runs/b", cwd=straight)
+    assert said(done) == ["rlctl: resumed from runs/b/checkpoints/ckpt-000000000064.pt at 64 frames", "rlctl: 192 frames, run directory runs/b"]
+    resumed, whole = checkpoint(run, 192), checkpoint(straight / "runs" / "a", 192)
+    for key, value in whole["loss_module"].items():
+        assert torch.equal(resumed["loss_module"][key], value), key  # every rank got its own envs, observations and RNG back
+
+    with pytest.raises(rlcore.ConfigError) as refused:  # one process (no torchrun) cannot resume a run of two
+        rlcore.build_trainer(rlcore.load_config(run / "config.yaml"), run_dir=run, resume=True)
+    assert str(refused.value) == (
+        "--resume: the checkpoint does not fit this config "
+        "(the checkpoint was written by 2 data-parallel learner(s); resume it with as many (torchrun --nproc_per_node))"
+    )
+    assert sorted(p.name for p in (run / "checkpoints").iterdir())[-1] == "ckpt-000000000192.pt"  # the run directory as it was
+
+
+def test_torchsnapshot_writes_one_snapshot_with_a_part_per_rank(straight: Path) -> None:
+    pytest.importorskip("rl_plugin_torchsnapshot")
+    torchrun("train", "ppo.yaml", "--out", "runs/s", "--set", "trainer.max_batches=2", "--set", "checkpoint.backend=torchsnapshot", cwd=straight)
+    run = straight / "runs" / "s"
+    manifest = yaml.safe_load((run / "checkpoints" / "ckpt-000000000128" / ".snapshot_metadata").read_text())
+    assert manifest["world_size"] == 2 and {"0/rlcore", "1/rlcore"} <= set(manifest["manifest"])
+    done = torchrun("train", "--resume", "runs/s", "--set", "trainer.max_batches=null", cwd=straight)
+    assert said(done)[0] == "rlctl: resumed from runs/s/checkpoints/ckpt-000000000128 at 128 frames"
+    backend = rlcore.get_plugin_manager().factory("checkpoint_backends", "torchsnapshot")(directory=run / "checkpoints", keep_last=10)
+    _, state = backend.load()  # one process reads rank 0's part
+    assert state["distributed"]["world_size"] == 2 and state["distributed"]["rank"] == 0
+    assert state["distributed"]["parameters_crc"] == [content_checksum(state["loss_module"])] * 2
+    whole = checkpoint(straight / "runs" / "a", 192)  # the same run without a stop, written by the torch backend
+    for key, value in whole["loss_module"].items():
+        assert torch.equal(state["loss_module"][key], value), key
