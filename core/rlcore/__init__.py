@@ -30,6 +30,8 @@ _LAZY = {
     "build_trainer": "._run",
     "evaluate": "._evaluate",
     "make_vector_env": "._envs",
+    "env_states": "._envs",
+    "load_env_states": "._envs",
     "make_optimizer": "._run",
     "get_stats_random_rollout": "._envs",
     "correct_for_frame_skip": "._config",
@@ -70,6 +72,7 @@ __all__ = [
     "correct_for_frame_skip",
     "default_config",
     "dump_config",
+    "env_states",
     "evaluate",
     "generate_exp_name",
     "get_logger",
@@ -78,6 +81,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "load_config",
+    "load_env_states",
     "make_optimizer",
     "make_vector_env",
     "save_config",
@@ -88,7 +92,7 @@ if TYPE_CHECKING:
     from ._checkpoint import CheckpointBackend, CheckpointError
     from ._collector import Collector, CollectorProtocol
     from ._config import correct_for_frame_skip, default_config, dump_config, load_config, save_config
-    from ._envs import EnvWrapperProtocol, SaveableVectorEnv, get_stats_random_rollout, make_vector_env
+    from ._envs import EnvWrapperProtocol, SaveableVectorEnv, env_states, get_stats_random_rollout, load_env_states, make_vector_env
     from ._evaluate import evaluate
     from ._logger import Logger, generate_exp_name, get_logger
     from ._options import Range, RunPath, check_value, validate_options

@@ -260,6 +260,9 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: Any) -> dict[str, An
     defaults = merge(defaults, algorithm.presets.get(env_id, {}))
     defaults["algo"]["name"] = name
     config = merge(defaults, user)
+    user_env = user.get("env")
+    if isinstance(user_env, Mapping) and "wrappers" in user_env:  # a pipeline, in order: the user's replaces the defaults'
+        config["env"]["wrappers"] = copy.deepcopy(user_env["wrappers"])
     for section, declared in SECTION_TYPES.items():
         if section == "collector":
             config[section] = _collector_section(config[section], plugin_manager)

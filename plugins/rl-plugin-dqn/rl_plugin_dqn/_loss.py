@@ -24,13 +24,13 @@ import torch.nn.functional as F
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rl_plugin_replay import PRIORITY_KEY, STEPS_KEY, WEIGHT_KEY, EGreedy, FusedAdamStep, flush_denormal, make_target
+from rl_plugin_replay import PRIORITY_KEY, STEPS_KEY, WEIGHT_KEY, EGreedy, FastSteps, make_target
 from rlcore import hookimpl
 
 from ._networks import GreedyPolicy, QNetwork
 
 
-class DQNLoss(nn.Module):
+class DQNLoss(FastSteps, nn.Module):
     """DQN's TD loss over replay samples.
 
     :param qnet: the online Q-network.
@@ -67,7 +67,6 @@ class DQNLoss(nn.Module):
         self.double_dqn = double_dqn
         self.n_step = n_step
         self.init_random_frames = init_random_frames
-        self.optimizer_step = FusedAdamStep()
         self.td_loss = F.smooth_l1_loss if loss == "huber" else F.mse_loss
 
     def target_networks(self) -> list[tuple[nn.Module, nn.Module]]:
@@ -102,20 +101,6 @@ class DQNLoss(nn.Module):
             {"loss_q": loss, "q_value": q.detach().mean(), "target_value": target.mean(), "td_error": td_error.mean()},
             batch_size=[],
         )
-
-    @hookimpl
-    def rl_optimizer(self, trainer: Any, losses: TensorDictBase) -> dict[str, Any] | None:
-        """The kernel's optimizer step, with fused Adam called directly (``rl_plugin_replay.FusedAdamStep``)."""
-        return self.optimizer_step(trainer, losses)
-
-    @hookimpl
-    def rl_setup(self) -> None:
-        """Flush denormal floats to zero while training (see :func:`flush_denormal`)."""
-        flush_denormal(True)
-
-    @hookimpl
-    def rl_shutdown(self) -> None:
-        flush_denormal(False)
 
     @hookimpl
     def rl_post_steps_log(self) -> dict[str, float]:

@@ -9,7 +9,8 @@ import torch
 from tensordict.nn import TensorDictModuleBase
 
 import rlcore
-from rlcore._envs import base_env, env_states, load_env_states  # the run builder's own helpers
+from rlcore import env_states, load_env_states
+from rlcore._envs import base_env
 
 
 class RandomPolicy(TensorDictModuleBase):

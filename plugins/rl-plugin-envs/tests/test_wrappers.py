@@ -64,7 +64,7 @@ def env_state_loc(env):
 
 
 def restore_wrappers(target, source):
-    from rlcore._envs import env_states, load_env_states
+    from rlcore import env_states, load_env_states
 
     load_env_states(target, env_states(source))
 
@@ -172,5 +172,6 @@ def test_import_path_wraps_each_env_or_the_vector_env() -> None:
 
 def test_import_path_from_the_config() -> None:
     config = rlcore.load_config(overrides=["algo.name=ppo", "env.id=Pendulum-v1", "env.wrappers={gymnasium.wrappers.ClipAction: {}}"])
-    # added after PPO's Pendulum default (normalize_reward): wrappers apply in the order they are listed
-    assert list(config["env"]["wrappers"]) == ["normalize_reward", "gymnasium.wrappers.ClipAction"]
+    # the wrappers given replace PPO's Pendulum default (normalize_reward): they are a pipeline, in the order listed
+    assert list(config["env"]["wrappers"]) == ["gymnasium.wrappers.ClipAction"]
+    assert list(rlcore.load_config(overrides=["algo.name=ppo", "env.id=Pendulum-v1"])["env"]["wrappers"]) == ["normalize_reward"]

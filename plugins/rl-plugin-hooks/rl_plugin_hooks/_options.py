@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import KW_ONLY, dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
-from rl_plugin_video import EvaluationOptions
+from rl_plugin_video import EvaluationOptions, as_key
 from rlcore import ConfigError, Range, validate_options
 
 Positive = Annotated[int, Range(ge=1)]
@@ -24,16 +24,6 @@ _EVALUATION = {f.name: f.type for f in dataclasses.fields(EvaluationOptions)}
 EnvOption = _EVALUATION["env"]
 ExplorationOption = _EVALUATION["exploration_type"]
 
-
-def as_key(key: Any) -> str | tuple[str, ...]:
-    """A batch key as tensordict takes it: ``"next.reward"``, ``["next", "reward"]`` and ``("next", "reward")``
-    are ``("next", "reward")``; ``"observation"`` stays a string.
-
-    :param key: a string, dotted for nested keys, or a sequence of strings.
-    """
-    if isinstance(key, (list, tuple)):
-        return tuple(key) if len(key) > 1 else str(key[0])
-    return tuple(key.split(".")) if "." in key else key
 
 
 class HookOptions:

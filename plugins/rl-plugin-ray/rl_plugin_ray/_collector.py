@@ -14,10 +14,10 @@ import torch
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 from tensordict import TensorDict, TensorDictBase
 
-from rlcore import ConfigError, hookimpl
+from rlcore import ConfigError, hookimpl, load_env_states
 
 from ._cluster import Session
-from ._worker import CollectorWorker, from_arrays, load_wrapper_states, to_array
+from ._worker import CollectorWorker, from_arrays, to_array
 
 #: a worker's batch: its batch as arrays (``to_arrays``), episode returns, episode lengths, weight version, wrapper states
 Result = tuple[TensorDict, np.ndarray, np.ndarray, int, dict[str, Any]]
@@ -237,7 +237,7 @@ class RayCollector:
         )
         self.policy_lag = self.version - min(r[3] for r in results)
         if results[0][4]:
-            load_wrapper_states(self.env, results[0][4])  # the trainer's env (evaluation, checkpoints) follows worker 0's
+            load_env_states(self.env, results[0][4])  # the trainer's env (evaluation, checkpoints) follows worker 0's
         return batch if self.device.type == "cpu" else batch.to(self.device)
 
     def update_policy_weights_(self, policy_weights: Any = None) -> None:

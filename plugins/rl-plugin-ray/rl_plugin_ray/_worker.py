@@ -41,33 +41,6 @@ def from_arrays(shape: list[int], leaves: list[tuple[Any, Any]]) -> TensorDict:
     return batch
 
 
-def wrapper_states(env: Any) -> dict[str, Any]:
-    """The ``state_dict`` of every wrapper of ``env`` that has one, outermost first, keyed ``"<depth>:<class>"``.
-
-    The keys are rl-core's own (its ``env`` module in checkpoints), so that a worker's statistics
-    load into the trainer's env, whose wrappers are the same.
-    """
-    states: dict[str, Any] = {}
-    depth = 0
-    while env is not None:
-        if hasattr(env, "state_dict") and hasattr(env, "load_state_dict"):
-            states[f"{depth}:{type(env).__name__}"] = env.state_dict()
-        env = getattr(env, "env", None)
-        depth += 1
-    return states
-
-
-def load_wrapper_states(env: Any, states: Mapping[str, Any]) -> None:
-    """Restore :func:`wrapper_states` into an env built with the same wrappers."""
-    depth = 0
-    while env is not None:
-        key = f"{depth}:{type(env).__name__}"
-        if key in states:
-            env.load_state_dict(states[key])
-        env = getattr(env, "env", None)
-        depth += 1
-
-
 class CollectorWorker:
     """One worker of the ``ray`` collector (run as a Ray actor).
 
@@ -108,13 +81,13 @@ class CollectorWorker:
         version = self.version
         batch = self.collector.collect()
         returns, lengths = self.collector.finished_episodes
-        return to_arrays(batch), returns, lengths, version, wrapper_states(self.env)
+        return to_arrays(batch), returns, lengths, version, rlcore.env_states(self.env)
 
     def state_dict(self) -> dict[str, Any]:
         """Where it stands: its collector (envs where they can be saved), wrappers, RNG and weight version."""
         return {
             "collector": self.collector.state_dict(),
-            "wrappers": wrapper_states(self.env),
+            "wrappers": rlcore.env_states(self.env),
             "rng": torch.get_rng_state(),
             "version": self.version,
         }
@@ -126,7 +99,7 @@ class CollectorWorker:
         """
         import warnings
 
-        load_wrapper_states(self.env, state["wrappers"])
+        rlcore.load_env_states(self.env, state["wrappers"])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the trainer's process says it, once for all workers
             self.collector.load_state_dict(dict(state["collector"]))

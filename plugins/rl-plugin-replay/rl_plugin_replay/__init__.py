@@ -28,6 +28,7 @@ and the public API an off-policy loss builds on (DQN, SAC and third-party losses
 :class:`LinearSchedule`        a coefficient annealed over frames
 :func:`flush_denormal`         denormal floats to zero on the CPU while training (Adam on dead ReLUs)
 :class:`FusedAdamStep`         the kernel's optimizer step, calling fused Adam directly (``rl_optimizer``)
+:class:`FastSteps`             a loss module's mixin: ``rl_optimizer`` through FusedAdamStep, denormals flushed while training
 ``INDEX_KEY`` ...              the keys of samples: ``"index"``, ``"_weight"``, ``"td_error"``, ``"steps_to_next_obs"``
 =============================  ==========================================================================
 
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from ._exploration import EGreedy, GaussianNoise, LinearSchedule, OrnsteinUhlenbeck, RandomWarmup
     from ._hook import ReplayBufferTrainer
     from ._nstep import NStepReturns
-    from ._optim import FusedAdamStep
+    from ._optim import FastSteps, FusedAdamStep
     from ._perf import flush_denormal
     from ._samplers import PrioritizedSampler, UniformSampler
     from ._storage import TensorStorage
@@ -77,6 +78,7 @@ _LAZY = {
     "RandomWarmup": "._exploration",
     "LinearSchedule": "._exploration",
     "flush_denormal": "._perf",
+    "FastSteps": "._optim",
     "FusedAdamStep": "._optim",
 }
 
@@ -86,6 +88,7 @@ __all__ = [
     "STEPS_KEY",
     "WEIGHT_KEY",
     "EGreedy",
+    "FastSteps",
     "FusedAdamStep",
     "GaussianNoise",
     "HardUpdate",

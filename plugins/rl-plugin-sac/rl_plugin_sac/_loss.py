@@ -28,13 +28,12 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rl_plugin_replay import PRIORITY_KEY, STEPS_KEY, WEIGHT_KEY, FusedAdamStep, RandomWarmup, flush_denormal, make_target
-from rlcore import hookimpl
+from rl_plugin_replay import PRIORITY_KEY, STEPS_KEY, WEIGHT_KEY, FastSteps, RandomWarmup, make_target
 
 from ._networks import Actor, SACPolicy, TwinQ
 
 
-class SACLoss(nn.Module):
+class SACLoss(FastSteps, nn.Module):
     """SAC's three losses over replay samples.
 
     :param actor: the tanh-Gaussian actor.
@@ -76,7 +75,6 @@ class SACLoss(nn.Module):
         self.gamma = gamma
         self.n_step = n_step
         self.init_random_frames = init_random_frames
-        self.optimizer_step = FusedAdamStep()
         self.register_buffer("center", (high + low) / 2, persistent=False)
         self.register_buffer("half_range", (high - low) / 2, persistent=False)
 
@@ -135,16 +133,3 @@ class SACLoss(nn.Module):
             batch_size=[],
         )
 
-    @hookimpl
-    def rl_optimizer(self, trainer: Any, losses: TensorDictBase) -> dict[str, Any] | None:
-        """The kernel's optimizer step, with fused Adam called directly (``rl_plugin_replay.FusedAdamStep``)."""
-        return self.optimizer_step(trainer, losses)
-
-    @hookimpl
-    def rl_setup(self) -> None:
-        """Flush denormal floats to zero while training (``rl_plugin_replay.flush_denormal``)."""
-        flush_denormal(True)
-
-    @hookimpl
-    def rl_shutdown(self) -> None:
-        flush_denormal(False)
