@@ -38,17 +38,14 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import importlib.util
 import multiprocessing
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-SB3_DIR = Path(tempfile.gettempdir()) / "rlcore-bench-sb3"
+from pg_speed_vs_sb3 import ensure_sb3  # SB3 pinned, installed without its dependencies into a temp folder
 
 #: rl-zoo3's CartPole-v1 DQN (hyperparams/dqn.yml), with SB3's defaults for what it leaves out
 DQN = {
@@ -91,21 +88,6 @@ SAC = {
 }
 SETTINGS = {"dqn": DQN, "sac": SAC}
 EVAL_EPISODES = 5
-
-
-def ensure_sb3() -> None:
-    """Make ``stable_baselines3`` importable, installing it into :data:`SB3_DIR` if needed."""
-    if str(SB3_DIR) not in sys.path:
-        sys.path.insert(0, str(SB3_DIR))
-    if importlib.util.find_spec("stable_baselines3") is not None:
-        return
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(SB3_DIR)]
-    print(f"# installing stable-baselines3 into {SB3_DIR} (no dependencies)", file=sys.stderr)
-    subprocess.run([*pip, "--no-deps", "stable-baselines3==2.9.2"], check=True)
-    missing = [name for name in ("cloudpickle", "pandas", "matplotlib") if importlib.util.find_spec(name) is None]
-    if missing:  # none of these depends on torch
-        subprocess.run([*pip, *missing], check=True)
-    importlib.invalidate_caches()
 
 
 class Clock:

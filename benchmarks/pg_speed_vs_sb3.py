@@ -59,7 +59,7 @@ def ensure_sb3() -> None:
         return
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(SB3_DIR)]
     print(f"# installing stable-baselines3 into {SB3_DIR} (no dependencies)", file=sys.stderr)
-    subprocess.run([*pip, "--no-deps", "stable-baselines3"], check=True)
+    subprocess.run([*pip, "--no-deps", "stable-baselines3==2.9.2"], check=True)
     missing = [name for name in ("cloudpickle", "pandas", "matplotlib") if importlib.util.find_spec(name) is None]
     if missing:  # none of these depends on torch
         subprocess.run([*pip, *missing], check=True)
