@@ -133,7 +133,7 @@ def run_one(case: Case, seed: int, frames: int | None, extra: tuple[str, ...]) -
         "eval": deterministic_eval(trainer),
         "seconds": seconds,
         "parameters": sum(p.numel() for p in trainer.loss_module.parameters()),
-        "encoder": type(getattr(trainer.loss_module.policy, "encoder", None)).__name__,
+        "encoder": "MLP" if (encoder := getattr(trainer.loss_module.policy, "encoder", None)) is None else type(encoder).__name__,
     }
 
 
