@@ -40,8 +40,6 @@ class RunDirectory:
     """
 
     def __init__(self, path: str | os.PathLike[str], resume: bool = False, force: bool = False) -> None:
-        if str(path).strip() == "":
-            raise RunDirectoryError("--out: expected a directory, got ''")
         self.path = Path(path)
         self.resume = resume
         self.force = force
