@@ -322,7 +322,8 @@ def check_config(config: Mapping[str, Any], plugin_manager: Any) -> None:
         raise ConfigError(
             f"collector.frames_per_batch: {collector['frames_per_batch']} is not a multiple of env.num_envs={env['num_envs']}"
         )
-    check_env(env["id"], env["kwargs"], plugin_manager)
+    backend = plugin_manager.factory("vectorizations", env["vectorization"], key="env.vectorization")
+    check_env(env["id"], {} if getattr(backend, "own_kwargs", False) else env["kwargs"], plugin_manager)
     check_device(config["trainer"]["device"], "trainer.device")
 
 

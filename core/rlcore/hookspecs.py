@@ -260,7 +260,9 @@ def rl_register_vectorizations() -> dict[str, Any] | None:
     ``make_env()`` returns one ``gymnasium.Env`` of the run's env (``kwargs`` applied), and returns a
     ``gymnasium.vector.VectorEnv`` in ``SAME_STEP`` autoreset mode. A backend that can save its envs'
     state implements :class:`rlcore.SaveableVectorEnv` (``env_state``/``load_env_state``), so that a
-    resumed run continues the running episodes.
+    resumed run continues the running episodes. A backend that makes its envs itself and reads
+    ``kwargs`` as its own options (EnvPool's) sets ``factory.own_kwargs = True``: rl-core then
+    leaves checking them to the factory instead of checking them against the Gymnasium env's.
 
     :return: ``{name: factory}``.
     """

@@ -6,6 +6,10 @@ true final observation kept in ``info["final_obs"]``. :class:`EnvPoolVectorEnv` 
 EnvPool's partial reset (``reset(env_ids)``), so batches, episode statistics and truncation (a
 time limit's end bootstraps, a termination does not) are the same as with ``sync`` and ``async``.
 
+Threads: unless ``env.kwargs`` sets EnvPool's ``num_threads``, the pool runs one thread per CPU core
+this process may use (at most one per env), not EnvPool's default of one per env: more threads than
+cores only adds hand-offs (64 CartPoles on 2 cores step in 275 us a step with 2 threads, 320 us with 64).
+
 Seeds: EnvPool seeds env ``i`` with ``seed + i`` when the pool is made; ``reset(seed=s)`` makes the
 pool again with seed ``s`` (the collector seeds once per run). EnvPool's envs cannot be saved: a
 resumed run starts fresh episodes (the collector says so).
@@ -14,6 +18,7 @@ resumed run starts fresh episodes (the collector says so).
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -42,17 +47,23 @@ def envpool_task(env_id: str) -> str:
     return task
 
 
+#: EnvPool options that come from elsewhere than ``env.kwargs``
+_SET_HERE = ("num_envs", "batch_size", "seed")
+
+
 class EnvPoolVectorEnv(VectorEnv):
     """An EnvPool pool behind Gymnasium's vector-env API, in ``SAME_STEP`` autoreset mode.
 
     :param task: EnvPool's env name (``CartPole-v1``, ``Pong-v5``, ``HalfCheetah-v5``).
     :param num_envs: envs in the pool.
     :param seed: env ``i`` is seeded ``seed + i``.
-    :param kwargs: EnvPool's own options for the task (``max_episode_steps``, ``frame_skip``, ``img_height``, ...).
+    :param kwargs: EnvPool's own options for the task (``max_episode_steps``, ``frame_skip``, ``img_height``,
+        ``num_threads``, ...).
     """
 
     def __init__(self, task: str, num_envs: int, seed: int = 0, kwargs: Mapping[str, Any] | None = None) -> None:
-        self.task, self.num_envs, self.kwargs = task, num_envs, dict(kwargs or {})
+        self.task, self.num_envs = task, num_envs
+        self.kwargs = {"num_threads": min(num_envs, _cores()), **(kwargs or {})}
         self._seed = seed
         self.pool = self._make(seed)
         self.single_observation_space = self.pool.observation_space
@@ -66,6 +77,10 @@ class EnvPoolVectorEnv(VectorEnv):
     def _make(self, seed: int) -> Any:
         import envpool
 
+        options = [k for k in envpool.make_spec(self.task).config._fields if k not in _SET_HERE]
+        unknown = [k for k in self.kwargs if k not in options]
+        if unknown:
+            raise ConfigError(f"env.kwargs.{unknown[0]}: envpool's {self.task} takes no such option (valid choices: {', '.join(options)})")
         try:
             return envpool.make(self.task, env_type="gymnasium", num_envs=self.num_envs, seed=int(seed), **self.kwargs)
         except (TypeError, ValueError, RuntimeError) as err:
@@ -98,6 +113,12 @@ class EnvPoolVectorEnv(VectorEnv):
         close = getattr(self.pool, "close", None)
         if close is not None:
             close()
+
+
+def _cores() -> int:
+    """CPU cores this process may run on."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 def envpool_vector_env(make_env: Callable[[], Any], num_envs: int, *, env_id: str = "", kwargs: Mapping[str, Any] | None = None, **_: Any) -> EnvPoolVectorEnv:

@@ -261,6 +261,9 @@ def envpool(make_env: Any, num_envs: int, **kwargs: Any) -> Any:
     return envpool_vector_env(make_env, num_envs, **kwargs)
 
 
+envpool.own_kwargs = True  # type: ignore[attr-defined]  # env.kwargs are EnvPool's options, checked when the pool is made
+
+
 def import_path(path: str) -> Any:
     """The factory of the Gymnasium wrapper class at ``path``; see :func:`rl_plugin_envs._import_path.wrapper_from_path`."""
     from ._import_path import wrapper_from_path

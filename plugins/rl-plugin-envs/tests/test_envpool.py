@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from envs_helpers import RandomPolicy, make
@@ -53,3 +55,27 @@ def test_an_id_envpool_lacks_is_one_line() -> None:
     pytest.importorskip("minatar")
     with pytest.raises(rlcore.ConfigError, match=r"^env.vectorization: envpool has no env 'MinAtar/Breakout-v1' \(from env.id 'MinAtar/Breakout-v1'\)"):
         rlcore.make_vector_env("MinAtar/Breakout-v1", 2, vectorization="envpool")
+
+
+def test_the_pool_runs_a_thread_per_core_unless_told() -> None:
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    env = make("CartPole-v1", 64, vectorization="envpool")
+    assert env.pool.config["num_threads"] == min(64, cores)  # EnvPool's own default would be 64, one per env
+    env.close()
+    env = make("CartPole-v1", 4, vectorization="envpool", kwargs={"num_threads": 3})
+    assert env.pool.config["num_threads"] == 3
+    env.close()
+
+
+def test_env_kwargs_are_envpools_options(tmp_path: Any) -> None:
+    # num_threads is EnvPool's option, not gymnasium's CartPole's: the run takes it
+    config = rlcore.load_config(overrides=["algo.name=ppo", "env.id=CartPole-v1", "env.vectorization=envpool", "env.num_envs=4", "env.kwargs.num_threads=1"])
+    trainer = rlcore.build_trainer(config, run_dir=tmp_path / "run")
+    try:
+        assert rlcore._envs.base_env(trainer.collector.env).pool.config["num_threads"] == 1
+    finally:
+        trainer.shutdown()
+    with pytest.raises(rlcore.ConfigError, match=r"^env\.kwargs\.bogus: envpool's CartPole-v1 takes no such option \(valid choices: num_threads"):
+        make("CartPole-v1", 2, vectorization="envpool", kwargs={"bogus": 1})
