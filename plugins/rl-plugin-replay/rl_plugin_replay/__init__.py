@@ -202,6 +202,8 @@ def replay_buffer(
         )  # fmt: skip
     except RuntimeError as err:  # a device torch does not know
         raise ConfigError(f"hooks.{key}.device: {err}") from None
+    except MemoryError as err:  # a prioritized sampler's tree larger than the machine
+        raise ConfigError(f"hooks.{key}.capacity: {err}") from None
     return ReplayBufferTrainer(
         buffer,
         batch_size=batch_size,

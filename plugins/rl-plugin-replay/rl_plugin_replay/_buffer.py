@@ -27,9 +27,7 @@ class ReplayBuffer:
     :param batch_size: the default size of :meth:`sample`.
     """
 
-    def __init__(
-        self, storage: TensorStorage, sampler: UniformSampler | PrioritizedSampler | None = None, batch_size: int | None = None
-    ) -> None:
+    def __init__(self, storage: TensorStorage, sampler: UniformSampler | PrioritizedSampler | None = None, batch_size: int | None = None) -> None:
         self.storage = storage
         self.sampler = sampler if sampler is not None else UniformSampler()
         self.batch_size = batch_size

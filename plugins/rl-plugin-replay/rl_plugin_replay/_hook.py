@@ -113,7 +113,10 @@ class ReplayBufferTrainer(TrainerHookBase):
                 pads += [0, 0 if target == -1 else max(target - data.batch_size[dim], 0)]
             data = pad(data, pads)
         if data.batch_size.numel():  # (the first batches of n-step transitions may be empty)
-            self.replay_buffer.extend(data)
+            try:
+                self.replay_buffer.extend(data)
+            except MemoryError as err:  # the storage is allocated at the first write
+                raise ConfigError(f"hooks.replay_buffer.capacity: {err}") from None
 
     def sample(self, batch: TensorDictBase) -> TensorDictBase:
         """A fresh sample of the buffer for one optimisation step (``process_optim_batch``)."""
@@ -196,6 +199,9 @@ class ReplayBufferTrainer(TrainerHookBase):
                 file=sys.stderr,
             )
             return
-        self.replay_buffer.load_state_dict(state_dict["replay_buffer"])
+        try:
+            self.replay_buffer.load_state_dict(state_dict["replay_buffer"])
+        except MemoryError as err:
+            raise ConfigError(f"hooks.replay_buffer.capacity: {err}") from None
         if self.nstep is not None and state_dict.get("nstep") is not None:
             self.nstep.load_state_dict(state_dict["nstep"])

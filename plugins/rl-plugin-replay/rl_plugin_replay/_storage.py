@@ -9,6 +9,7 @@ the operating system pages them in and out, so a buffer larger than the RAM stil
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -77,6 +78,9 @@ class TensorStorage:
 
     # ------------------------------------------------------------------ allocation
     def _allocate(self, columns: Mapping[Key, torch.Tensor], item_shape: torch.Size) -> None:
+        row = sum(v[0].numel() * v.element_size() for v in columns.values())
+        where = Path(self.scratch_dir or tempfile.gettempdir()) if self.memmap else self.device
+        check_fits(self.capacity * row, where, f"{self.capacity:,} items of {row:,} bytes")
         self.item_shape = item_shape
         if self.memmap:
             self._dir = Path(tempfile.mkdtemp(prefix="rl-replay-", dir=self.scratch_dir))
@@ -170,6 +174,35 @@ class TensorStorage:
             for key, value in columns.items():
                 self._columns[key][:size] = value.to(self.device)
         self.cursor, self.size = int(state["cursor"]) % self.capacity, size
+
+
+def check_fits(nbytes: int, where: torch.device | Path, what: str) -> None:
+    """Refuse to allocate more than ``where`` has at all: the machine's memory, a GPU's, or the free space of a folder.
+
+    Allocating more fails late and badly (an allocator's multi-line error, or the kernel killing
+    the process as the pages are touched), so buffers check first.
+
+    :param nbytes: the bytes about to be allocated.
+    :param where: a device, or the folder of memory-mapped files.
+    :param what: what needs them, for the message.
+    :raises MemoryError: with a one-line message.
+    """
+    if isinstance(where, Path):
+        limit, place = shutil.disk_usage(where).free, f"free space in {where}"
+    elif where.type == "cuda":
+        limit, place = torch.cuda.mem_get_info(where)[1], f"memory of {where}"
+    else:
+        limit, place = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "memory of this machine"
+    if nbytes > limit:
+        raise MemoryError(f"{what} would take {_size(nbytes)}, more than the {_size(limit)} {place}")
+
+
+def _size(nbytes: float) -> str:
+    for unit in ("bytes", "KB", "MB", "GB", "TB"):
+        if nbytes < 1000 or unit == "TB":
+            return f"{nbytes:.3g} {unit}"
+        nbytes /= 1000
+    raise AssertionError  # unreachable
 
 
 def _tensordict(nested: dict[str, Any], batch_size: torch.Size, device: torch.device) -> TensorDict:

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from ._storage import check_fits
+
 
 class SumTree:
     """Sums and minima of ``capacity`` non-negative values, with prefix-sum search.
@@ -32,6 +34,7 @@ class SumTree:
     def __init__(self, capacity: int, fanout: int = 32) -> None:
         if capacity < 1 or fanout < 2:
             raise ValueError(f"capacity must be >= 1 and fanout >= 2, got {capacity} and {fanout}")
+        check_fits(2 * 8 * capacity * fanout // (fanout - 1), torch.device("cpu"), f"a sum tree of {capacity:,} priorities")
         self.capacity = capacity
         self.fanout = fanout
         self.sums: list[np.ndarray] = []  # level 0: the leaves; each level padded to a multiple of fanout

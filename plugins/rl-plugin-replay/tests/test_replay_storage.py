@@ -88,3 +88,31 @@ def test_state_dict_round_trip_holds_the_items_and_the_priorities(make_transitio
     empty = ReplayBuffer(TensorStorage(10))
     empty.load_state_dict(ReplayBuffer(TensorStorage(10)).state_dict())
     assert len(empty) == 0
+
+
+def test_a_storage_larger_than_the_machine_is_refused_before_allocating(tmp_path, make_transitions):
+    storage = TensorStorage(10**13)  # ten trillion transitions of a few dozen bytes: hundreds of terabytes
+    with pytest.raises(MemoryError, match=r"^10,000,000,000,000 items of \d+ bytes would take [\d.]+ TB, more than the .* memory of this machine$"):
+        storage.write(make_transitions(4))
+    assert not storage.allocated
+    on_disk = TensorStorage(10**13, memmap=True, scratch_dir=tmp_path)
+    with pytest.raises(MemoryError, match=r"would take [\d.]+ TB, more than the .* free space in "):
+        on_disk.write(make_transitions(4))
+    assert list(tmp_path.iterdir()) == []  # no file made
+
+
+def test_a_run_with_too_large_a_buffer_stops_with_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    for extra in ([], ["--set", "hooks.replay_buffer.sampler=prioritized"]):
+        out = tmp_path / f"run{len(extra)}"
+        done = subprocess.run(
+            [sys.executable, "-m", "rlcore", "train", "--algo", "dqn", "--env", "CartPole-v1", "--frames", "2000", "--out", str(out),
+             "--set", "hooks.replay_buffer.capacity=1e13", *extra],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2, done.stderr
+        assert lines[-1].startswith("rlctl: error: hooks.replay_buffer.capacity: ") and "more than the" in lines[-1]
+        assert "Traceback" not in done.stderr
