@@ -32,6 +32,7 @@ pandas, matplotlib) are installed there too when missing.
     python benchmarks/offpolicy_speed_vs_sb3.py                      # both, seeds 0-2
     python benchmarks/offpolicy_speed_vs_sb3.py --algo dqn --seeds 0 1 2 3 4
     python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 10000 --seeds 0
+    python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --breakdown   # where a frame's time goes
 """
 
 from __future__ import annotations
@@ -116,8 +117,17 @@ class Clock:
         return None, None
 
 
-def run_rlcore(algo: str, seed: int, frames: int) -> dict[str, Any]:
-    """Train rl-core's ``algo`` with the pinned hyperparameters; return frames/s and the seconds to the threshold."""
+#: the hook points of one optimisation step: what :func:`run_rlcore` counts as the update under ``--breakdown``
+UPDATE_HOOKS = ("rl_process_optim_batch", "rl_post_loss", "rl_optimizer", "rl_post_optim")
+UPDATE_ROWS = ("loss forward", "backward", "optimizer step")
+
+
+def run_rlcore(algo: str, seed: int, frames: int, breakdown: bool = False) -> dict[str, Any]:
+    """Train rl-core's ``algo`` with the pinned hyperparameters; return frames/s and the seconds to the threshold.
+
+    :param breakdown: profile the run (``trainer.profile``) and return the seconds of its optimisation steps
+        (sampling, losses, backward, optimizer, target update) as ``update_seconds``.
+    """
     import torch
 
     import rlcore
@@ -152,6 +162,7 @@ def run_rlcore(algo: str, seed: int, frames: int) -> dict[str, Any]:
             "hooks.target_updater.interval=1",
         ]  # fmt: skip
     quiet = ["trainer.progress_bar=false", "trainer.save_trainer_interval=1000000000", "loggers.csv=null", "loggers.console=null"]
+    quiet.append(f"trainer.profile={str(breakdown).lower()}")
     config = rlcore.load_config(overrides=[*overrides, f"trainer.total_frames={frames}", f"trainer.seed={seed}", *quiet])
     clock = Clock(h["threshold"])
 
@@ -177,11 +188,20 @@ def run_rlcore(algo: str, seed: int, frames: int) -> dict[str, Any]:
         trainer.register_plugin(Evaluate(), "benchmark.evaluate")
         trainer.train()
         seconds = clock.training_seconds()
-    return _result("rl-core", algo, seed, trainer.collected_frames, seconds, clock)
+    row = _result("rl-core", algo, seed, trainer.collected_frames, seconds, clock)
+    if breakdown:
+        rows = trainer.profiler.rows()
+        row["update_seconds"] = sum(t for where, what, t in rows if what in UPDATE_HOOKS or (where == "rl-core" and what in UPDATE_ROWS))
+        row["updates"] = trainer.optim_steps
+    return row
 
 
-def run_sb3(algo: str, seed: int, frames: int) -> dict[str, Any]:
-    """Train Stable-Baselines3's ``algo`` with the same hyperparameters; return frames/s and the seconds to the threshold."""
+def run_sb3(algo: str, seed: int, frames: int, breakdown: bool = False) -> dict[str, Any]:
+    """Train Stable-Baselines3's ``algo`` with the same hyperparameters; return frames/s and the seconds to the threshold.
+
+    :param breakdown: time its ``train`` (sampling, losses, backward, optimizers, target update) and return
+        the seconds as ``update_seconds``.
+    """
     ensure_sb3()
     import gymnasium as gym
     import torch
@@ -273,10 +293,24 @@ def run_sb3(algo: str, seed: int, frames: int) -> dict[str, Any]:
             seed=seed,
             verbose=0,
         )
+    timed = {"seconds": 0.0, "updates": 0}
+    if breakdown:
+        train = model.train
+
+        def timed_train(gradient_steps: int, batch_size: int = 100) -> None:
+            tic = time.perf_counter()
+            train(gradient_steps=gradient_steps, batch_size=batch_size)
+            timed["seconds"] += time.perf_counter() - tic
+            timed["updates"] += gradient_steps
+
+        model.train = timed_train  # type: ignore[method-assign]
     clock.start = time.perf_counter()
     model.learn(total_timesteps=frames, callback=Evaluate())
     seconds = clock.training_seconds()
-    return _result("Stable-Baselines3", algo, seed, model.num_timesteps, seconds, clock)
+    row = _result("Stable-Baselines3", algo, seed, model.num_timesteps, seconds, clock)
+    if breakdown:
+        row["update_seconds"], row["updates"] = timed["seconds"], timed["updates"]
+    return row
 
 
 def _result(name: str, algo: str, seed: int, frames: int, seconds: float, clock: Clock) -> dict[str, Any]:
@@ -293,8 +327,7 @@ def _result(name: str, algo: str, seed: int, frames: int, seconds: float, clock:
         "final": clock.evals[-1][2] if clock.evals else float("nan"),
     }
     print(
-        f"# {name} {algo} seed={seed}: {row['fps']:.0f} frames/s, threshold at {reached} s ({reached_frames} frames), "
-        f"last eval {row['final']:.1f}",
+        f"# {name} {algo} seed={seed}: {row['fps']:.0f} frames/s, threshold at {reached} s ({reached_frames} frames), last eval {row['final']:.1f}",
         file=sys.stderr,
         flush=True,
     )
@@ -328,17 +361,67 @@ def report(algo: str, rows: list[dict[str, Any]]) -> None:
         print(f"{name}: {h['threshold']:g} reached in {len(reached)} of {len(runs)} runs{median}")
 
 
+def matmul_floor(algo: str) -> tuple[int, float]:
+    """``(count, seconds)``: how many products of a batch by a hidden layer ``[B, 256] x [256, 256]`` one update
+    needs at the least, and the seconds they take on one thread (the rest of the networks' products are far smaller).
+
+    SAC (one critic's and the actor's hidden layer each count one): forward, the actor at s and at s' (2), the
+    target critics (2), the critics (2), the critics at the actor's action (2); backward, the critics' weights and
+    inputs (4), the critics' inputs for the actor loss (2), the actor's weights and inputs (2). DQN: forward, the
+    Q-network at s and the target at s' (2, and a third at s' for double DQN, off here); backward, weights and inputs (2).
+    """
+    import torch
+
+    torch.set_num_threads(1)
+    h = SETTINGS[algo]
+    count = 16 if algo == "sac" else 4
+    x, w = torch.randn(h["batch_size"], 256), torch.randn(256, 256)
+    for _ in range(20):
+        x @ w
+    tic = time.perf_counter()
+    for _ in range(200):
+        x @ w
+    return count, (time.perf_counter() - tic) / 200 * count
+
+
+def report_breakdown(algo: str, rows: list[dict[str, Any]]) -> None:
+    """Per frame: the optimisation steps and the rest of the loop, for each framework; and the floor of the update's products."""
+    count, floor = matmul_floor(algo)
+    print(f"\n### Where a frame's time goes, {algo.upper()} (seed {rows[0]['seed']}; rl-core profiled, SB3's train timed)\n")
+    print("| framework | frames/s | ms per frame | update ms per frame | rest of the loop ms per frame | updates |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        frame = r["seconds"] / r["frames"] * 1e3
+        update = r["update_seconds"] / r["frames"] * 1e3
+        print(f"| {r['name']} | {r['fps']:.0f} | {frame:.2f} | {update:.2f} | {frame - update:.2f} | {r['updates']} |")
+    per_update = floor * 1e3 * (rows[0]["updates"] / rows[0]["frames"])
+    print(f"\nfloor: {count} products [{SETTINGS[algo]['batch_size']}, 256] x [256, 256] per update, {floor * 1e3:.2f} ms, "
+          f"{per_update:.2f} ms per frame at this update-to-data ratio")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--algo", choices=["dqn", "sac", "both"], default="both")
     parser.add_argument("--frames", type=int, help="frames per run (default: rl-zoo3's n_timesteps, 50000 for DQN, 20000 for SAC)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="instead of the timed pairs, one pair (the first seed): rl-core profiled, SB3's train timed; the updates against the rest",
+    )
     args = parser.parse_args(argv)
     ensure_sb3()
     algos = ["dqn", "sac"] if args.algo == "both" else [args.algo]
     context = multiprocessing.get_context("spawn")
     for algo in algos:
         frames = args.frames or SETTINGS[algo]["frames"]
+        if args.breakdown:
+            rows = []
+            for fn in (run_rlcore, run_sb3):
+                with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+                    rows.append(pool.submit(fn, algo, args.seeds[0], frames, True).result())
+            report_breakdown(algo, rows)
+            continue
         # pairs back to back, the order alternating, so that a slow spell of a shared machine hits both
         jobs = [(fn, seed) for i, seed in enumerate(args.seeds) for fn in ([run_rlcore, run_sb3] if i % 2 == 0 else [run_sb3, run_rlcore])]
         rows = []
