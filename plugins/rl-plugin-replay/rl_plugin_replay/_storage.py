@@ -198,11 +198,11 @@ def check_fits(nbytes: int, where: torch.device | Path, what: str) -> None:
 
 
 def _size(nbytes: float) -> str:
-    for unit in ("bytes", "KB", "MB", "GB", "TB"):
-        if nbytes < 1000 or unit == "TB":
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if nbytes < 1000:
             return f"{nbytes:.3g} {unit}"
         nbytes /= 1000
-    raise AssertionError  # unreachable
+    return f"{nbytes:.3g} TB"
 
 
 def _tensordict(nested: dict[str, Any], batch_size: torch.Size, device: torch.device) -> TensorDict:
