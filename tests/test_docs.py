@@ -81,7 +81,7 @@ def test_the_loop_hooks_are_the_ten_seed_points() -> None:
 
 def test_public_api_is_listed_and_lazy() -> None:
     assert sorted(rlcore.__all__) == sorted(
-        {*rlcore._LAZY, "ConfigError", "PluginError", "RLCoreError", "hookimpl", "hookspec", "__version__"}
+        {*rlcore._LAZY, "ConfigError", "PluginError", "RLCoreError", "hookimpl", "hookspec", "lazy_getattr", "__version__"}
     )
     code = "import sys, rlcore, rlcore.testing; assert 'torch' not in sys.modules; rlcore.Trainer; assert 'torch' in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -6,10 +6,10 @@ light: torch is imported only when something that needs it is used.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._errors import ConfigError, PluginError, RLCoreError
+from ._lazy import lazy_getattr
 from ._markers import hookimpl, hookspec
 
 __version__ = "0.1.0"
@@ -80,6 +80,7 @@ __all__ = [
     "get_stats_random_rollout",
     "hookimpl",
     "hookspec",
+    "lazy_getattr",
     "load_config",
     "load_env_states",
     "make_optimizer",
@@ -102,12 +103,7 @@ if TYPE_CHECKING:
     from ._trainer import Trainer, TrainerHookBase
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'rlcore' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

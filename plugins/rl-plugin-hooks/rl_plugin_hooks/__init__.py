@@ -40,7 +40,7 @@ from collections.abc import Callable
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from rlcore import hookimpl, validate_options
+from rlcore import hookimpl, lazy_getattr, validate_options
 
 from ._options import (
     BatchSubSamplerOptions,
@@ -83,7 +83,7 @@ _LAZY = {
     "LogValidationReward": "._validation",
 }
 #: TorchRL's names of tensordict's interaction types
-_TENSORDICT = {"ExplorationType": "InteractionType", "set_exploration_type": "set_interaction_type"}
+_TENSORDICT = {"ExplorationType": "tensordict.nn:InteractionType", "set_exploration_type": "tensordict.nn:set_interaction_type"}
 
 __all__ = [
     "BatchSubSampler",
@@ -113,15 +113,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(import_module(_LAZY[name], __name__), name)
-    elif name in _TENSORDICT:
-        value = getattr(import_module("tensordict.nn"), _TENSORDICT[name])
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, {**_LAZY, **_TENSORDICT})
 
 
 def __dir__() -> list[str]:

@@ -17,8 +17,9 @@ This module stays light: importing it imports neither torch nor gymnasium.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from rlcore import lazy_getattr
 
 __version__ = "0.1.0"
 
@@ -43,12 +44,7 @@ _LAZY = {
 __all__ = ["CNN", "ENCODERS", "NATURE", "SMALL", "ImageLayout", "MLPEncoder", "NatureCNN", "encoder_for", "image_layout", "is_image_space"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

@@ -13,10 +13,9 @@ This module stays light: matplotlib is imported only when a plot is drawn.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from rlcore import hookimpl
+from rlcore import hookimpl, lazy_getattr
 
 if TYPE_CHECKING:
     import click
@@ -29,12 +28,7 @@ _LAZY = {"read_metrics": "._metrics", "plot_runs": "._plot"}
 __all__ = ["plot_runs", "read_metrics"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 @hookimpl

@@ -38,10 +38,9 @@ tensordict; the classes load when first used.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from rlcore import ConfigError, Range, hookimpl
+from rlcore import ConfigError, Range, hookimpl, lazy_getattr
 
 from ._keys import INDEX_KEY, PRIORITY_KEY, STEPS_KEY, WEIGHT_KEY
 
@@ -118,12 +117,7 @@ Positive = Annotated[int, Range(ge=1)]
 NonNegative = Annotated[float, Range(ge=0)]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'rl_plugin_replay' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from rlcore import hookimpl
+from rlcore import hookimpl, lazy_getattr
 
 from ._options import EvaluationOptions, TensorDictRecorderOptions, VideoRecorderOptions, as_key
 
@@ -80,12 +80,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 def _factory(name: str, options: type, module: str, hook_class: str) -> Callable[..., Any]:
