@@ -20,14 +20,13 @@ training loop and its episode recorder are pg_learning.py's.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from pg_learning import deterministic_eval, train_recorded
+from pg_learning import deterministic_eval, run_jobs, train_recorded
 
 
 @dataclass(frozen=True)
@@ -166,11 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             bars[case.env] = (case.threshold, f"{case.threshold:g}")
     jobs = [(case, seed, args.frames, tuple(args.extra)) for case in cases for seed in (args.seeds or case.seeds)]
     start = time.perf_counter()
-    if args.workers > 1:
-        with multiprocessing.get_context("spawn").Pool(args.workers, maxtasksperchild=1) as pool:
-            rows = pool.map(_run, jobs, chunksize=1)
-    else:
-        rows = [_run(job) for job in jobs]
+    rows = run_jobs(_run, jobs, args.workers)
 
     print("| algo | env | encoder (parameters) | seed | frames | final return (last 20) | eval return (10, deterministic) | bar | passes? | seconds |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,6 +178,14 @@ def _run(args: tuple[Case, int, int | None, tuple[str, ...]]) -> dict[str, Any]:
     return row
 
 
+def run_jobs(run: Callable[[Any], dict[str, Any]], jobs: list[Any], workers: int) -> list[dict[str, Any]]:
+    """``run(job)`` for every job, in order: in ``workers`` spawned processes (a fresh one per job), or here for one worker."""
+    if workers > 1:
+        with multiprocessing.get_context("spawn").Pool(workers, maxtasksperchild=1) as pool:
+            return pool.map(run, jobs, chunksize=1)
+    return [run(job) for job in jobs]
+
+
 def main(argv: list[str] | None = None, cases: list[Case] = CASES, description: str | None = __doc__) -> int:
     """Train every seed of the chosen ``cases``, print their table and summary; 0 when every case passes."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -190,11 +199,7 @@ def main(argv: list[str] | None = None, cases: list[Case] = CASES, description: 
     cases = [c for c in cases if args.case is None or f"{c.algo}:{c.env}" in args.case]
     jobs = [(case, seed, args.frames, tuple(args.extra)) for case in cases for seed in args.seeds]
     start = time.perf_counter()
-    if args.workers > 1:
-        with multiprocessing.get_context("spawn").Pool(args.workers, maxtasksperchild=1) as pool:
-            rows = pool.map(_run, jobs, chunksize=1)
-    else:
-        rows = [_run(job) for job in jobs]
+    rows = run_jobs(_run, jobs, args.workers)
 
     print("| algo | env | seed | frames | final return (last 20) | eval return (10, deterministic) | frames to threshold | solved? | seconds |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
