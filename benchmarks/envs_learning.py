@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from pg_learning import deterministic_eval, run_jobs, train_recorded
+from pg_learning import deterministic_eval, run_jobs, train_case
 
 
 @dataclass(frozen=True)
@@ -111,18 +111,7 @@ def rlcore_env(env_id: str) -> Any:
 
 def run_one(case: Case, seed: int, frames: int | None, extra: tuple[str, ...]) -> dict[str, Any]:
     """Train one seed of ``case`` and return its row of the table."""
-    import torch
-
-    torch.set_num_threads(1)
-    overrides = [
-        f"algo.name={case.algo}",
-        f"env.id={case.env}",
-        f"trainer.total_frames={frames or case.frames}",
-        f"trainer.seed={seed}",
-        *case.overrides,
-        *extra,
-    ]
-    trainer, recorder, seconds = train_recorded(overrides)
+    trainer, recorder, seconds = train_case(case, seed, frames, extra)
     return {
         "algo": case.algo,
         "env": case.env,

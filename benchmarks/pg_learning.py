@@ -136,21 +136,26 @@ def train_recorded(overrides: list[str]) -> tuple[Any, EpisodeRecorder, float]:
         return trainer, recorder, time.perf_counter() - start
 
 
-def run_one(case: Case, seed: int, frames: int | None, extra: tuple[str, ...]) -> dict[str, Any]:
-    """Train one seed of ``case`` and return its row of the table."""
+def train_case(case: Any, seed: int, frames: int | None, extra: tuple[str, ...]) -> tuple[Any, EpisodeRecorder, float]:
+    """Train one seed of a case (its ``algo``, ``env``, ``frames`` unless ``frames`` is given, and ``overrides``,
+    then ``extra``) on one torch thread; :func:`train_recorded`'s ``(trainer, recorder, seconds)``."""
     import torch
 
     torch.set_num_threads(1)
-    frames = frames or case.frames
     overrides = [
         f"algo.name={case.algo}",
         f"env.id={case.env}",
-        f"trainer.total_frames={frames}",
+        f"trainer.total_frames={frames or case.frames}",
         f"trainer.seed={seed}",
         *case.overrides,
         *extra,
     ]
-    trainer, recorder, seconds = train_recorded(overrides)
+    return train_recorded(overrides)
+
+
+def run_one(case: Case, seed: int, frames: int | None, extra: tuple[str, ...]) -> dict[str, Any]:
+    """Train one seed of ``case`` and return its row of the table."""
+    trainer, recorder, seconds = train_case(case, seed, frames, extra)
     evaluation = deterministic_eval(trainer)
     reached, _ = recorder.first_reaching(case.threshold)
     final = recorder.final_mean()
