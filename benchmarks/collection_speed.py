@@ -14,6 +14,13 @@ rollout buffer); TorchRL's ``ParallelEnv`` of ``GymEnv`` under its ``SyncDataCol
 measure collects ``--frames`` frames after one warm-up batch, in a fresh process, one torch
 thread, the backends' order alternating between repeats; the median of the repeats is printed.
 
+Two reference rows bound what any collector on this machine can reach: ``EnvPool alone`` steps
+the pool with random actions (EnvPool's own next-step autoreset, no policy, no batch; as many
+threads as rl-core's envpool default), ``policy alone`` runs the policy on a fixed batch of
+observations (no env). A collector needs both each step, so it cannot pass
+``1 / (1 / envpool + 1 / policy)`` frames/s when it runs them in turn, nor the slower of the two
+when it overlaps them: both are printed after the table, with their ratios to SB3's fastest.
+
 SB3 and TorchRL are not dependencies of the project: when they cannot be imported they are
 installed with ``pip install --target`` into throwaway folders under the temp dir, without their
 dependencies (so no other torch is pulled; pg_speed_vs_sb3.py does the same for SB3).
@@ -42,6 +49,7 @@ SETTINGS = {
     "pong": {"env": "ALE/Pong-v5", "num_envs": 8, "steps": 32},
 }
 BACKENDS = ["rl-core sync", "rl-core async", "rl-core envpool", "SB3 DummyVecEnv", "SB3 SubprocVecEnv", "TorchRL ParallelEnv"]
+REFERENCES = ["EnvPool alone", "policy alone"]
 
 
 def ensure_torchrl() -> None:
@@ -95,6 +103,8 @@ def measure(backend: str, setting: str, frames: int) -> float:
     n, steps = spec["num_envs"], spec["steps"]
     batches = max(1, frames // (n * steps))
     net = make_net(setting, 2 if setting == "cartpole" else 6)
+    if backend in REFERENCES:
+        return measure_reference(backend, setting, batches * steps, net)
     if backend.startswith("rl-core"):
         from tensordict.nn import TensorDictModule
 
@@ -161,6 +171,37 @@ def measure(backend: str, setting: str, frames: int) -> float:
     return batches * n * steps / seconds
 
 
+def measure_reference(reference: str, setting: str, steps: int, net: Any) -> float:
+    """Frames/s of one of :data:`REFERENCES` over ``steps`` steps of the setting's envs (after as many warm-up steps)."""
+    import os
+
+    import envpool
+    import numpy as np
+    import torch
+
+    spec = SETTINGS[setting]
+    n = spec["num_envs"]
+    task = "CartPole-v1" if setting == "cartpole" else "Pong-v5"
+    pool = envpool.make(task, env_type="gymnasium", num_envs=n, seed=0, num_threads=min(n, os.cpu_count() or 1))
+    if reference == "policy alone":
+        obs = torch.as_tensor(pool.reset(np.arange(n, dtype=np.int32))[0], dtype=torch.float32 if setting == "cartpole" else torch.uint8)
+        step = lambda i: sample(net, obs)
+    else:
+        ids = np.arange(n, dtype=np.int32)
+        pool.reset(ids)
+        actions = np.random.default_rng(0).integers(0, pool.action_space.n, (2 * steps, n))
+        step = lambda i: pool.step(actions[i], ids)
+    with torch.inference_mode():
+        for i in range(steps):
+            step(i)
+        start = time.perf_counter()
+        for i in range(steps, 2 * steps):
+            step(i)
+        seconds = time.perf_counter() - start
+    pool.close()
+    return steps * n / seconds
+
+
 def _measure(backend: str, setting: str, frames: int) -> float | str:
     """:func:`measure` in a fresh process (``python collection_speed.py --one ...``); an error's one line instead of a number."""
     done = subprocess.run([sys.executable, __file__, "--one", backend, setting, str(frames)], capture_output=True, text=True, timeout=1800)
@@ -174,7 +215,7 @@ def _measure(backend: str, setting: str, frames: int) -> float | str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--setting", action="append", choices=list(SETTINGS), help="default: both")
-    parser.add_argument("--backend", action="append", choices=BACKENDS, help="default: all")
+    parser.add_argument("--backend", action="append", choices=BACKENDS + REFERENCES, help="default: all")
     parser.add_argument("--frames", type=int, default=65_536, help="frames collected per measure (after a warm-up batch)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--one", nargs=3, metavar=("BACKEND", "SETTING", "FRAMES"), help=argparse.SUPPRESS)
@@ -182,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.one:
         print(measure(args.one[0], args.one[1], int(args.one[2])))
         return 0
-    settings, backends = args.setting or list(SETTINGS), args.backend or BACKENDS
+    settings, backends = args.setting or list(SETTINGS), args.backend or BACKENDS + REFERENCES
     results: dict[tuple[str, str], list[float]] = {}
     errors: dict[tuple[str, str], str] = {}
     for repeat in range(args.repeats):
@@ -212,6 +253,13 @@ def main(argv: list[str] | None = None) -> int:
         if ours and sb3:
             best, peer = max(ours, key=ours.__getitem__), max(sb3, key=sb3.__getitem__)
             print(f"{setting}: rl-core's fastest ({best}) / SB3's fastest ({peer}) = {ours[best] / sb3[peer]:.2f}x")
+            env_alone, policy_alone = (statistics.median(results.get((r, setting)) or [0.0]) for r in REFERENCES)
+            if env_alone and policy_alone:
+                in_turn, overlapped = 1 / (1 / env_alone + 1 / policy_alone), min(env_alone, policy_alone)
+                print(
+                    f"{setting}: an EnvPool collector cannot pass {in_turn:,.0f} frames/s with env and policy in turn "
+                    f"({in_turn / sb3[peer]:.2f}x SB3's fastest), {overlapped:,.0f} with them overlapped ({overlapped / sb3[peer]:.2f}x)"
+                )
     return 0
 
 
