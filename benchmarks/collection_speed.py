@@ -182,7 +182,7 @@ def measure_reference(reference: str, setting: str, steps: int, net: Any) -> flo
     spec = SETTINGS[setting]
     n = spec["num_envs"]
     task = "CartPole-v1" if setting == "cartpole" else "Pong-v5"
-    pool = envpool.make(task, env_type="gymnasium", num_envs=n, seed=0, num_threads=min(n, os.cpu_count() or 1))
+    pool = envpool.make(task, env_type="gymnasium", num_envs=n, seed=0, num_threads=min(n, len(os.sched_getaffinity(0))))  # rl-core's envpool default (EnvPool runs on Linux only)
     if reference == "policy alone":
         obs = torch.as_tensor(pool.reset(np.arange(n, dtype=np.int32))[0], dtype=torch.float32 if setting == "cartpole" else torch.uint8)
         step = lambda i: sample(net, obs)
