@@ -263,6 +263,8 @@ class OrnsteinUhlenbeck(_Exploration):
         action = tensordict.get("action")
         if self.noise is None or self.noise.shape != action.shape:
             self.noise = torch.full_like(action, self.mu)
+        elif self.noise.device != action.device:  # restored from a checkpoint, which loads on the CPU
+            self.noise = self.noise.to(action.device)
         sigma = self.schedule(frame)
         self.noise = self.noise + self.theta * (self.mu - self.noise) * self.dt + sigma * math.sqrt(self.dt) * torch.randn_like(action)
         noisy = action + 0.5 * (self.high - self.low) * self.noise

@@ -138,9 +138,7 @@ class ReplayBufferTrainer(TrainerHookBase):
         trainer.optim_steps_per_batch = self._optim_steps if learning else 0
         self._steps_in_batch = 0
         sampler = self.replay_buffer.sampler
-        if self.beta_end is not None and isinstance(sampler, PrioritizedSampler):
-            if self._beta_start is None:
-                self._beta_start = sampler.beta
+        if self._beta_start is not None and self.beta_end is not None and isinstance(sampler, PrioritizedSampler):
             progress = min(trainer.collected_frames / max(trainer.total_frames, 1), 1.0)
             sampler.beta = self._beta_start + (self.beta_end - self._beta_start) * progress
 
@@ -158,6 +156,7 @@ class ReplayBufferTrainer(TrainerHookBase):
         """Attach to ``trainer`` at TorchRL's hook points, and checkpoint the buffer under ``name``."""
         self._trainer = trainer
         loss = trainer.loss_module
+        self._beta_start = getattr(self.replay_buffer.sampler, "beta", None)  # before a checkpoint restores an annealed one
         if self.device is None:
             self.device = trainer.device
             if not self.replay_buffer.storage.allocated and not self.replay_buffer.storage.memmap:
@@ -169,6 +168,11 @@ class ReplayBufferTrainer(TrainerHookBase):
         if self.init_random_frames is None:
             self.init_random_frames = int(getattr(loss, "init_random_frames", None) or 0)
         if self.n_step > 1:
+            if not self.flatten_tensordicts and self.max_dims is None:
+                raise ConfigError(
+                    f"hooks.{name}.flatten_tensordicts: n_step={self.n_step} stores trajectories shorter in the first batch than "
+                    "in the next ones; flatten them or pad them with max_dims"
+                )
             if self.gamma is None:
                 raise ConfigError(f"hooks.{name}.gamma: n_step={self.n_step} needs a discount, and the loss module has no gamma")
             self.nstep = NStepReturns(self.n_step, float(self.gamma))

@@ -48,7 +48,7 @@ class NStepReturns:
             return batch
         if batch.batch_dims != 2:
             raise ValueError(f"n-step returns need batches [envs, time], got batch size {list(batch.batch_size)}")
-        steps = batch if self._tail is None else cast(TensorDictBase, torch.cat([self._tail, batch], dim=1))
+        steps = batch if self._tail is None else cast(TensorDictBase, torch.cat([self._tail.to(batch.device), batch], dim=1))
         n, length = self.n, steps.shape[1]
         self._tail = steps[:, max(length - (n - 1), 0) :].clone()
         width = length - n + 1  # starts with n steps ahead of them
@@ -72,10 +72,6 @@ class NStepReturns:
         out.set(("next", "reward"), n_reward.unsqueeze(-1).to(reward.dtype))
         out.set(STEPS_KEY, m.unsqueeze(-1))
         return out
-
-    def reset(self) -> None:
-        """Forget the held-back steps (e.g. after the envs were reset)."""
-        self._tail = None
 
     def state_dict(self) -> dict[str, Any]:
         """The held-back steps."""

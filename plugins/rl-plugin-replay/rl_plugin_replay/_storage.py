@@ -126,7 +126,7 @@ class TensorStorage:
         start, stop = self.cursor, self.cursor + n
         for key, value in columns.items():
             column = self._columns[key]
-            value = value.to(column.device, non_blocking=True)
+            value = value.to(column.device, non_blocking=column.device.type == "cuda")  # never to the CPU: it would be read unfinished
             if stop <= self.capacity:
                 column[start:stop] = value
             else:  # wrap around
@@ -168,12 +168,16 @@ class TensorStorage:
         size = int(state["size"])
         if size > self.capacity:
             raise ValueError(f"the checkpoint holds {size} items, more than this buffer's capacity {self.capacity}")
+        cursor = int(state["cursor"])
+        if cursor != size and size < self.capacity:  # saved full and wrapped, restored into a larger capacity: oldest first
+            columns = {k: torch.cat([v[cursor:size], v[:cursor]]) for k, v in columns.items()}
+            cursor = size % self.capacity
         self.close()
         if columns:
             self._allocate(columns, torch.Size(state["item_shape"]))
             for key, value in columns.items():
                 self._columns[key][:size] = value.to(self.device)
-        self.cursor, self.size = int(state["cursor"]) % self.capacity, size
+        self.cursor, self.size = cursor, size
 
 
 def check_fits(nbytes: int, where: torch.device | Path, what: str) -> None:

@@ -24,8 +24,6 @@ from torch import nn
 
 from rlcore import TrainerHookBase
 
-UPDATES = ("hard", "soft")
-
 
 @runtime_checkable
 class TargetNetworks(Protocol):
@@ -86,20 +84,27 @@ class _TargetUpdate(TrainerHookBase):
             raise ValueError(f"interval must be >= 1, got {interval}")
         self.interval = interval
         self.steps = 0
+        self._loss_module: Any = None
         self._online: list[torch.Tensor] = []
         self._target: list[torch.Tensor] = []
         if loss_module is not None:
             self.attach(loss_module)
 
     def attach(self, loss_module: Any) -> None:
-        """Update the target networks of ``loss_module`` (see :class:`TargetNetworks`)."""
-        self._online, self._target = _tensors(loss_module)
+        """Update the target networks of ``loss_module`` (see :class:`TargetNetworks`).
+
+        Its tensors are looked up at the first update, so that moving the module (``.to(device)``) after this is fine.
+        """
+        _tensors(loss_module)  # fail now for a module without target networks
+        self._loss_module, self._online, self._target = loss_module, [], []
 
     @torch.no_grad()
     def step(self) -> None:
         """One optimizer step done: update the targets if it is the ``interval``-th since the last update."""
         self.steps += 1
-        if self.steps % self.interval == 0 and self._target:
+        if self.steps % self.interval == 0 and self._loss_module is not None:
+            if not self._target:
+                self._online, self._target = _tensors(self._loss_module)
             self._update()
 
     def _update(self) -> None:
@@ -107,7 +112,7 @@ class _TargetUpdate(TrainerHookBase):
 
     def register(self, trainer: Any, name: str = "target_updater") -> None:
         """Update ``trainer.loss_module``'s targets at ``post_optim``; checkpoint the step count under ``name``."""
-        if not self._target:
+        if self._loss_module is None:
             self.attach(trainer.loss_module)
         trainer.register_op("post_optim", self.step)
         trainer.register_module(name, self)

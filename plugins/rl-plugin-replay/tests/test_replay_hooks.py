@@ -99,7 +99,7 @@ class Checks:
         self.steps_per_batch.append((trainer.collected_frames, trainer.optim_steps - self._steps_before))
 
 
-def make_trainer(tmp_path, frames: int = 256):
+def make_trainer(tmp_path, frames: int = 256, **hook_options):
     env = rlcore.make_vector_env("CartPole-v1", 2)
     torch.manual_seed(0)
     loss = TinyQ(env)
@@ -114,7 +114,8 @@ def make_trainer(tmp_path, frames: int = 256):
         plugin_manager=rlcore.PluginManager(discover=False),
         run_dir=tmp_path,
     )
-    hook = ReplayBufferTrainer(make_replay_buffer(200, sampler="prioritized"), batch_size=BATCH, flatten_tensordicts=True)
+    options = {"flatten_tensordicts": True, **hook_options}
+    hook = ReplayBufferTrainer(make_replay_buffer(200, sampler="prioritized"), batch_size=BATCH, **options)
     hook.register(trainer)
     HardUpdate(interval=3).register(trainer)
     return trainer, hook, loss
@@ -162,3 +163,23 @@ def test_an_empty_buffer_follows_the_trainer_device(tmp_path, make_transitions):
     hook.replay_buffer.extend(make_transitions(2, obs_dim=4))
     with pytest.raises(RuntimeError, match="before writing"):
         hook.replay_buffer.to("cpu")
+
+
+def test_beta_anneals_from_its_start_across_a_resume(tmp_path):
+    whole, whole_hook, _ = make_trainer(tmp_path / "a", frames=256, beta_end=1.0)
+    whole.max_batches = 5
+    whole.train()
+    first, _, _ = make_trainer(tmp_path / "b", frames=256, beta_end=1.0)
+    first.max_batches = 4  # stopped at 128 frames, beta 0.7
+    first.train()
+    resumed, resumed_hook, _ = make_trainer(tmp_path / "c", frames=256, beta_end=1.0)
+    resumed.load_state_dict(first.state_dict())
+    resumed.max_batches = 5
+    resumed.train()
+    # from 0.4 at the start of the run, not from the 0.7 the checkpoint holds
+    assert resumed_hook.replay_buffer.sampler.beta == whole_hook.replay_buffer.sampler.beta == pytest.approx(0.4 + 0.6 * 160 / 256)
+
+
+def test_n_step_trajectories_that_would_change_shape_are_refused(tmp_path):
+    with pytest.raises(rlcore.ConfigError, match="flatten_tensordicts: n_step=3"):
+        make_trainer(tmp_path, flatten_tensordicts=False, n_step=3, gamma=0.9)

@@ -90,6 +90,21 @@ def test_state_dict_round_trip_holds_the_items_and_the_priorities(make_transitio
     assert len(empty) == 0
 
 
+def test_a_full_buffer_restored_into_a_larger_capacity_keeps_its_items_oldest_first(make_transitions):
+    small = TensorStorage(10)
+    small.write(make_transitions(7))
+    small.write(make_transitions(6, start=7))  # items 3..12, the cursor at 3: 10 11 12 3 4 5 6 7 8 9
+    same = TensorStorage(10)
+    same.load_state_dict(small.state_dict())  # the same capacity: row for row, as it was (bit-exact resume)
+    assert same.cursor == 3 and torch.equal(same.column("observation"), small.column("observation"))
+    large = TensorStorage(16)
+    large.load_state_dict(small.state_dict())
+    assert len(large) == 10 and large.cursor == 10
+    assert large.column("observation")[:10, 0].tolist() == list(range(3, 13))
+    large.write(make_transitions(4, start=13))  # into the free rows, overwriting nothing
+    assert large.column("observation")[:14, 0].tolist() == list(range(3, 17)) and len(large) == 14
+
+
 def test_a_storage_larger_than_the_machine_is_refused_before_allocating(tmp_path, make_transitions):
     storage = TensorStorage(10**13)  # ten trillion transitions of a few dozen bytes: hundreds of terabytes
     with pytest.raises(MemoryError, match=r"^10,000,000,000,000 items of \d+ bytes would take [\d.]+ TB, more than the .* memory of this machine$"):

@@ -68,6 +68,15 @@ def test_soft_update_is_polyak_averaging():
     assert not torch.equal(flat(loss.target), online)
 
 
+def test_an_updater_made_before_the_module_moves_updates_the_moved_targets():
+    loss = Loss()
+    updater = HardUpdate(loss)
+    loss.double()  # (as .to("cuda") would) new tensors behind the same modules
+    loss.perturb()
+    updater.step()
+    assert torch.equal(flat(loss.target), flat(loss.net))
+
+
 def test_the_step_count_is_restored():
     loss = Loss()
     updater = SoftUpdate(loss, tau=0.5, interval=2)
