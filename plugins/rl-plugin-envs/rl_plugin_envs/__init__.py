@@ -33,13 +33,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlcore import hookimpl
+from rlcore import ConfigError, hookimpl
 
 from ._factories import IMPORT_PATH, WRAPPERS, envpool, import_path
 
 __version__ = "0.1.0"
 
-__all__ = ["IMPORT_PATH", "WRAPPERS", "envpool", "import_path", "rl_batch_process", "rl_register_env_wrappers", "rl_register_vectorizations"]
+__all__ = ["IMPORT_PATH", "WRAPPERS", "envpool", "import_path", "rl_batch_process", "rl_register_env_wrappers", "rl_register_vectorizations", "rl_setup"]
 
 
 @hookimpl
@@ -52,6 +52,21 @@ def rl_register_env_wrappers() -> dict[str, Any]:
 def rl_register_vectorizations() -> dict[str, Any]:
     """``envpool``: EnvPool's C++ vector env."""
     return {"envpool": envpool}
+
+
+@hookimpl
+def rl_setup(trainer: Any) -> None:
+    """Refuse a ``pixels`` wrapper that would see no frames: one on envs the training process does not step."""
+    import rlcore
+
+    from ._pixels import find_pixel_render
+
+    collector = getattr(trainer, "collector", None)
+    if find_pixel_render(getattr(collector, "env", None)) is not None and not isinstance(collector, rlcore.Collector):
+        raise ConfigError(
+            f"env.wrappers.pixels: frames are rendered where the envs step, and {type(collector).__name__} steps them in other "
+            "processes (valid choices: collector.name: local)"
+        )
 
 
 @hookimpl(tryfirst=True)

@@ -14,7 +14,7 @@ still with 1 thread, 129k, which leaves a core to the training loop; a costly on
 slower, 1.4k: set ``num_threads`` for the env at hand.)
 
 Seeds: EnvPool seeds env ``i`` with ``seed + i`` when the pool is made; ``reset(seed=s)`` makes the
-pool again with seed ``s`` (the collector seeds once per run). EnvPool's envs cannot be saved: a
+pool again with seed ``s`` once it has stepped (the collector seeds once per run). EnvPool's envs cannot be saved: a
 resumed run starts fresh episodes (the collector says so).
 """
 
@@ -69,6 +69,7 @@ class EnvPoolVectorEnv(VectorEnv):
         self.kwargs = {"num_threads": min(num_envs, _cores()), **(kwargs or {})}
         self._seed = seed
         self.pool = self._make(seed)
+        self._fresh = True  # the pool has not stepped since it was made with ``_seed``
         self.single_observation_space = self.pool.observation_space
         self.single_action_space = self.pool.action_space
         self.observation_space = batch_space(self.single_observation_space, num_envs)
@@ -92,13 +93,15 @@ class EnvPoolVectorEnv(VectorEnv):
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         if seed is not None:
             first = int(seed[0] if isinstance(seed, (list, tuple)) else seed)
-            if first != self._seed:
+            if first != self._seed or not self._fresh:
                 self.pool.close()
                 self.pool, self._seed = self._make(first), first
+            self._fresh = True
         obs, info = self.pool.reset(self._all)
         return obs, dict(info)
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        self._fresh = False
         obs, reward, terminated, truncated, info = self.pool.step(np.asarray(actions), self._all)
         info = dict(info)
         done = np.logical_or(terminated, truncated)

@@ -47,7 +47,8 @@ def _apply(cls: type, path: str, env: Any, **options: Any) -> Any:
 def wrapper_from_path(path: str) -> Any:
     """A wrapper factory ``factory(env, **options)`` for the Gymnasium wrapper class at ``path``.
 
-    Its signature is the class's (without ``env``), so that the options are checked by name and type.
+    Its signature is the class's (``env`` included, which the option validator skips), so that the options are
+    checked by name and type.
 
     :param path: ``gymnasium.wrappers.ClipAction``, ``mypackage.wrappers.MyWrapper``, ...
     :raises ConfigError: when the class cannot be imported or is no Gymnasium wrapper.
@@ -58,8 +59,7 @@ def wrapper_from_path(path: str) -> Any:
         signature = inspect.signature(cls)
     except (TypeError, ValueError):
         return factory
-    params = list(signature.parameters.values())
-    factory.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    factory.__signature__ = signature  # type: ignore[attr-defined]
     return factory
 
 

@@ -37,13 +37,28 @@ def _array_state(value: np.ndarray) -> Any:
 
 class FrameSkip(MaxAndSkipObservation):
     """Gymnasium's ``MaxAndSkipObservation``: the action repeated ``skip`` times, rewards summed, the
-    observation the maximum of the last two frames (DQN's flicker fix)."""
+    observation the maximum of the last two frames (DQN's flicker fix).
+
+    An episode that ends inside the skip returns the maximum of the last two frames it showed (its
+    only frame, when it ends at the first): Gymnasium's keeps only frames ``skip - 2`` and
+    ``skip - 1``, and returns an earlier step's there. Nothing is kept from one step to the next.
+    """
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        total_reward, before, last = 0.0, None, None
+        for _ in range(self._skip):
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            total_reward += float(reward)
+            before, last = last, obs
+            if terminated or truncated:
+                break
+        return (last if before is None else np.maximum(before, last)), total_reward, terminated, truncated, info
 
     def state_dict(self) -> dict[str, Any]:
-        return {"obs_buffer": _array_state(self._obs_buffer)}
+        return {}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self._obs_buffer = np.asarray(state["obs_buffer"]).copy()
+        """Nothing to restore."""
 
 
 class FrameStack(FrameStackObservation):
@@ -87,8 +102,8 @@ def atari(env: gymnasium.Env, **options: Any) -> gymnasium.Env:
     :param options: ``AtariPreprocessing``'s (``noop_max``, ``frame_skip``, ``screen_size``, ...).
     """
     base = env.unwrapped
-    if getattr(base, "_frameskip", 1) != 1 and options.get("frame_skip", 4) > 1:
-        base._frameskip = 1  # ALE v5 ids skip 4 frames themselves; the wrapper's frame skip replaces it
+    if getattr(base, "_frameskip", 1) != 1:
+        base._frameskip = 1  # ALE v5 ids skip 4 frames themselves; the wrapper's frame skip (1 included) replaces it
     return AtariPreprocessing(env, **options)
 
 

@@ -37,7 +37,16 @@ class RunningMeanStd:
 
 
 class _ObservationTransform(VectorWrapper):
-    """A vector wrapper that maps observations, the final observations of ``SAME_STEP`` autoreset (``info["final_obs"]``) too."""
+    """A vector wrapper that maps observations to ``float32``, the final observations of ``SAME_STEP`` autoreset
+    (``info["final_obs"]``) too; its observation space is an unbounded ``float32`` ``Box`` of the env's shape."""
+
+    def __init__(self, env: Any) -> None:
+        from gymnasium.spaces import Box
+        from gymnasium.vector.utils import batch_space
+
+        super().__init__(env)
+        self.single_observation_space = Box(-np.inf, np.inf, env.single_observation_space.shape, np.float32)
+        self.observation_space = batch_space(self.single_observation_space, env.num_envs)
 
     def transform(self, obs: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -54,7 +63,8 @@ class _ObservationTransform(VectorWrapper):
         obs, reward, terminated, truncated, info = self.env.step(actions)
         self.observe(obs)
         if "final_obs" in info:
-            final = info["final_obs"].copy()
+            final = info["final_obs"]
+            final = final.copy() if final.dtype == object else final.astype(np.float32)  # (EnvPool's: one array, maybe uint8)
             for i in np.flatnonzero(info["_final_obs"]):
                 final[i] = self.transform(final[i])
             info = {**info, "final_obs": final}
@@ -152,12 +162,6 @@ class FixedNormalizeObservation(_ObservationTransform):
         elif source == "bounds":
             low, high = np.asarray(space.low, dtype=np.float64), np.asarray(space.high, dtype=np.float64)
             self.loc, self.scale = (high + low) / 2, (high - low) / 2
-        from gymnasium.spaces import Box
-
-        self.single_observation_space = Box(-np.inf, np.inf, space.shape, np.float32)
-        from gymnasium.vector.utils import batch_space
-
-        self.observation_space = batch_space(self.single_observation_space, env.num_envs)
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         if self.loc is None:

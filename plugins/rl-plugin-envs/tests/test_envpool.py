@@ -32,6 +32,16 @@ def test_envpool_steps_in_same_step_autoreset_mode() -> None:
     assert all(length <= 20 for length, *_ in ended) and any(term for _, term, _ in ended)  # pushed left, the pole falls first
 
 
+def test_reset_with_the_same_seed_starts_the_same_episodes_again() -> None:
+    env = make("CartPole-v1", 2, vectorization="envpool")
+    first, _ = env.reset(seed=5)
+    rollout = [env.step(np.ones(2, dtype=np.int64))[0] for _ in range(5)]
+    again, _ = env.reset(seed=5)  # the pool has stepped: the same seed must replay, not go on
+    assert np.array_equal(again, first)
+    assert all(np.array_equal(env.step(np.ones(2, dtype=np.int64))[0], obs) for obs in rollout)
+    env.close()
+
+
 def test_the_collector_counts_episodes_and_keeps_truncation_apart() -> None:
     env = make("CartPole-v1", 4, vectorization="envpool", kwargs={"max_episode_steps": 10})
     collector = rlcore.Collector(env, RandomPolicy(2), frames_per_batch=160)

@@ -73,6 +73,21 @@ def test_pixels_enter_the_batch_as_the_frames_of_the_observations() -> None:
     env.close()
 
 
+def test_pixels_on_envs_stepped_elsewhere_are_refused_in_one_line() -> None:
+    import rl_plugin_envs
+
+    env = make("CartPole-v1", 2, {"pixels": {}}, kwargs={"render_mode": "rgb_array"})
+    rl_plugin_envs.rl_setup(type("T", (), {"collector": rlcore.Collector(env, RandomPolicy(2), frames_per_batch=4)})())  # local: fine
+
+    class Remote:  # what the trainer holds of a collector whose envs step in other processes (the ray one)
+        def __init__(self) -> None:
+            self.env = env
+
+    with pytest.raises(rlcore.ConfigError, match=r"^env.wrappers.pixels: .* Remote steps them in other processes \(valid choices: collector.name: local\)$"):
+        rl_plugin_envs.rl_setup(type("T", (), {"collector": Remote()})())
+    env.close()
+
+
 def test_pong_trains_from_the_command_line_and_eval_records_pong(ale, tmp_path: Path) -> None:
     """`rlctl train --algo ppo --env ALE/Pong-v5 --set env.wrappers=...`: Atari preprocessing, frame stack, the CNN; then `rlctl eval --video`."""
     pytest.importorskip("rl_plugin_pg")

@@ -13,6 +13,8 @@ import rlcore
 def test_normalize_observation_and_reward_match_a_hand_computation() -> None:
     env = make("CartPole-v1", 2, {"normalize_observation": {}, "normalize_reward": {"gamma": 0.9}})
     raw = make("CartPole-v1", 2)
+    space = env.single_observation_space  # normalised values: float32, unbounded (not CartPole's bounds)
+    assert space.dtype == np.float32 and np.isinf(space.high).all() and space.shape == raw.single_observation_space.shape
     obs, _ = env.reset(seed=3)
     raw_obs, _ = raw.reset(seed=3)
     seen, returns, rets = [raw_obs], np.zeros(2), []
@@ -122,11 +124,40 @@ def test_frame_skip_repeats_actions_and_ends_episodes_inside_the_skip() -> None:
                 break
         steps += 1
         if ended:
-            assert terminated[0] and np.array_equal(info["final_obs"][0], np.maximum(frames[-2], frames[-1]) if len(frames) > 1 else info["final_obs"][0])
+            assert terminated[0] and np.array_equal(info["final_obs"][0], np.maximum(frames[-2], frames[-1]) if len(frames) > 1 else frames[-1])
             assert reward[0] == len(frames)
             break
         assert np.array_equal(obs[0], np.maximum(frames[-2], frames[-1])) and reward[0] == 3.0
     assert 2 <= steps < 20  # CartPole pushed right falls within a few dozen frames
+
+
+class _Counter(gymnasium.Env):
+    """Observes how many steps it took; terminates at step ``end``."""
+
+    observation_space = gymnasium.spaces.Box(0, 100, (1,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def __init__(self, end: int) -> None:
+        self.end, self.t = end, 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        return np.full(1, self.t, np.float32), 1.0, self.t == self.end, False, {}
+
+
+@pytest.mark.parametrize(("end", "expected"), [(5, 5.0), (6, 6.0), (8, 8.0)])
+def test_frame_skip_ending_inside_the_skip_returns_its_own_last_frames(end: int, expected: float) -> None:
+    from rl_plugin_envs._inside import FrameSkip
+
+    env = FrameSkip(_Counter(end), skip=4)
+    env.reset()
+    assert env.step(0)[0][0] == 4.0  # frames 3 and 4, pooled
+    obs, reward, terminated, *_ = env.step(0)  # ends at frame `end`, inside or at the end of the skip
+    assert terminated and obs[0] == expected and reward == end - 4  # Gymnasium's own gave frame 4 back for end=5
 
 
 @pytest.mark.parametrize("vectorization", ["sync", "async"])

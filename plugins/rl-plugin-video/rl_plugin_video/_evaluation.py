@@ -164,6 +164,7 @@ class EvaluationHook(EvaluationOptions, PluginHook):
                 seed=seed,
                 on_frame=None if recorder is None else recorder.add,
             )
+            values = self._values(result, steps)  # (a bad log_key raises here, with the recorder closed below)
         except BaseException:
             if recorder is not None:
                 recorder.close()
@@ -171,7 +172,7 @@ class EvaluationHook(EvaluationOptions, PluginHook):
         finally:
             if owned:
                 env.close()
-        evaluation = Evaluation(result["returns"], result["lengths"], values=self._values(result, steps))
+        evaluation = Evaluation(result["returns"], result["lengths"], values=values)
         if recorder is not None:
             evaluation.video = recorder.dump(frames)
         self.last = evaluation
