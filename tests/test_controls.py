@@ -69,8 +69,9 @@ class Logs:
 def test_values_logged_within_log_interval_are_averaged_not_thinned(tmp_path):
     memory = MemoryLogger()
     make_trainer(tmp_path, plugins=[Logs()], loggers=[memory], log_interval=64, total_frames=256).train()
-    # 2 optimisation steps a batch of 32 frames: step 1 logged at 32, steps 2..5 averaged at 96, 6..9 at 160, ...
-    assert memory.values["step"] == [(32, 1.0), (96, 3.5), (160, 7.5), (224, 11.5)]
+    # 2 optimisation steps a batch of 32 frames: step 1 logged at 32, steps 2..5 averaged at 96, 6..9 at 160, ...,
+    # and the steps after the last point (14..16) at the end of the run, not lost
+    assert memory.values["step"] == [(32, 1.0), (96, 3.5), (160, 7.5), (224, 11.5), (256, 15.0)]
     assert memory.values["scalar_array"][0] == (32, 2.5)
 
 

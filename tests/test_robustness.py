@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import json
 import os
 import re
 import signal
@@ -206,6 +207,15 @@ def test_each_command_words_its_own_failure(with_plugins, toy_pm, tmp_path, caps
     assert code == 1 and err.splitlines()[-1] == "rlctl: error: evaluation failed: KeyError: 'loss_module'"
     code, err = cli(capsys, *QUIET, "eval", str(run), "--episodes", "0")
     assert code == 2 and "Invalid value for '--episodes'" in err
+
+
+def test_eval_needs_none_of_the_runs_logger_plugins(with_plugins, tmp_path, capsys):
+    pytest.importorskip("rl_plugin_tensorboard")
+    run = tmp_path / "run"
+    assert cli(capsys, *TOY, "--frames", "64", "--out", str(run), "--set", "loggers.tensorboard={}")[0] == 0
+    code, err = cli(capsys, *QUIET, "--no-plugin", "tensorboard", "eval", str(run), "--episodes", "1")
+    assert code == 0, err
+    assert json.loads(OUT[0])["episodes"] == 1
 
 
 # ----------------------------------------------------------------------------------- checkpoints and metrics

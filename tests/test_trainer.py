@@ -124,6 +124,75 @@ def test_wrappers_of_a_data_hook_see_input_and_final_output(toy_pm, tmp_path):
     assert seen_shapes == [5]
 
 
+def test_a_wrapper_that_returns_nothing_leaves_the_batch_as_it_is(toy_pm, tmp_path):
+    class Observer:
+        @hookimpl(wrapper=True)
+        def rl_process_optim_batch(self, batch):
+            yield  # looks, returns nothing
+
+    class Flatten:
+        @hookimpl
+        def rl_process_optim_batch(self, batch):
+            return batch.reshape(-1)
+
+    seen_shapes: list[int] = []
+    trainer = make_trainer(toy_pm, tmp_path, total_frames=64, optim_steps_per_batch=1)
+    trainer.register_plugin(Flatten(), "flatten")
+    trainer.register_plugin(Observer(), "observer")
+    trainer.register_op("post_loss", lambda sub: seen_shapes.append(sub.shape[0]))
+    trainer.train()
+    assert seen_shapes == [64]  # the flattened batch, not None
+
+
+def test_every_shutdown_implementation_runs_and_the_first_error_is_raised(toy_pm, tmp_path):
+    calls: list[str] = []
+
+    class Fails:
+        @hookimpl(tryfirst=True)
+        def rl_shutdown(self):
+            calls.append("fails")
+            raise RuntimeError("cleanup failed")
+
+    class Cleans:
+        @hookimpl
+        def rl_shutdown(self):
+            calls.append("cleans")
+
+    trainer = make_trainer(toy_pm, tmp_path, total_frames=64)
+    trainer.register_plugin(Fails(), "fails")
+    trainer.register_plugin(Cleans(), "cleans")
+    with pytest.raises(RuntimeError, match="cleanup failed"):
+        trainer.train()
+    assert calls == ["fails", "cleans"]
+
+
+def test_a_shutdown_error_does_not_hide_the_runs_own(toy_pm, tmp_path, capsys):
+    class Fails:
+        @hookimpl
+        def rl_shutdown(self):
+            raise RuntimeError("cleanup failed")
+
+        @hookimpl
+        def rl_post_steps(self):
+            raise ValueError("the run's own error")
+
+    trainer = make_trainer(toy_pm, tmp_path, total_frames=64)
+    trainer.register_plugin(Fails(), "fails")
+    with pytest.raises(ValueError, match="the run's own error"):
+        trainer.train()
+    err = capsys.readouterr().err
+    assert "while stopping" in err and "cleanup failed" in err
+
+
+def test_a_finite_collector_ends_the_run_with_its_last_batch_and_a_checkpoint(toy_pm, tmp_path):
+    trainer = make_trainer(toy_pm, tmp_path, total_frames=10_000)
+    batches = [trainer.collector.collect() for _ in range(2)]
+    trainer.collector = iter(batches)  # any iterable of batches is a collector (no seeding, no checkpoint of its own)
+    trainer.train()
+    assert trainer.collected_frames == 128 and trainer.batches == 2
+    assert (tmp_path / "checkpoints" / "ckpt-000000000128.pt").exists()
+
+
 def test_optimizer_hook_can_be_replaced(toy_pm, tmp_path):
     class NoStep:
         @hookimpl
@@ -203,7 +272,7 @@ def test_log_interval_throttles_per_metric(toy_pm, tmp_path):
     trainer = make_trainer(toy_pm, tmp_path, log_interval=128)
     trainer.train()
     frames = [r["frames"] for r in metrics(tmp_path) if r["name"] == "loss/objective"]
-    assert frames == ["64", "192"]
+    assert frames == ["64", "192", "256"]  # and the mean of the values after 192, at the end of the run
 
 
 def test_stop_and_stop_optim_steps(toy_pm, tmp_path):

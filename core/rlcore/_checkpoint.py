@@ -93,12 +93,14 @@ class CheckpointBackend:
         try:
             self.write({**state, CHECKSUM_KEY: content_checksum(state)}, tmp)
             _fsync(tmp)
-            _remove(final)
+            if final.is_dir():  # (os.replace overwrites a file atomically, but not a directory)
+                _remove(final)
             os.replace(tmp, final)
             _fsync_directory(self.directory)
         finally:
             _remove(tmp)
-        for old in self.checkpoints()[: -self.keep_last]:
+        others = [p for p in self.checkpoints() if p != final]  # (newer ones too, after resuming past an unreadable one)
+        for old in others[: max(len(others) - (self.keep_last - 1), 0)]:
             _remove(old)
         return final
 

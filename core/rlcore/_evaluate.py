@@ -182,7 +182,9 @@ def evaluate_run(
     """
     pm = plugin_manager or get_plugin_manager()
     run_dir = Path(run_dir)
-    config = resolve_config(read_config_file(run_dir / CONFIG_FILE), pm)
+    run_config = read_config_file(run_dir / CONFIG_FILE)
+    # the run's loggers and hooks take no part: evaluating needs none of their plugins installed
+    config = resolve_config({k: v for k, v in run_config.items() if k not in ("loggers", "hooks")}, pm)
     if env_kwargs:
         config["env"]["kwargs"] = {**config["env"]["kwargs"], **env_kwargs}
     _, env, loss_module = _build_parts(config, pm, num_envs=1)

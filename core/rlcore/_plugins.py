@@ -338,6 +338,15 @@ class PluginManager(pluggy.PluginManager):
         """
         return self._call(hook_name, kwargs, "each", expected, timer)
 
+    def call_every(self, hook_name: str, timer: Timer | None = None, **kwargs: Any) -> None:
+        """Call every implementation of a hook, even after one raised (``rl_shutdown``: each plugin cleans up its own).
+
+        :param hook_name: the hook.
+        :param timer: adds each implementation's seconds under ``(plugin name, hook name)``.
+        :raises BaseException: the first error an implementation raised, once all have run.
+        """
+        self._call(hook_name, kwargs, "every", None, timer)
+
     def call_first(self, hook_name: str, timer: Timer | None = None, **kwargs: Any) -> Any:
         """Call a ``firstresult`` hook: the first implementation that returns something ends the call.
 
@@ -360,6 +369,7 @@ class PluginManager(pluggy.PluginManager):
         collected: list[tuple[str, Any]] = []
         result: Any = None
         error: BaseException | None = None
+        first_error: BaseException | None = None  # (mode "every": raised once every implementation ran)
         clock = time.perf_counter
         try:
             for impl in reversed(impls):
@@ -374,7 +384,10 @@ class PluginManager(pluggy.PluginManager):
                     out = impl.function(*args)
                 except BaseException as err:
                     _mark(err, self, impl.plugin_name, hook_name)
-                    raise
+                    if mode != "every":
+                        raise
+                    first_error = first_error or err
+                    continue
                 finally:
                     if timer is not None:
                         timer[(impl.plugin_name, hook_name)] = timer.get((impl.plugin_name, hook_name), 0.0) + clock() - tic
@@ -386,11 +399,13 @@ class PluginManager(pluggy.PluginManager):
                     )
                 if mode == "chain":
                     kwargs[chain] = out
-                elif mode == "each":
+                elif mode in ("each", "every"):
                     collected.append((impl.plugin_name, out))
                 else:
                     result = out
                     break
+            if first_error is not None:
+                raise first_error
             if mode != "first":
                 result = kwargs[chain] if mode == "chain" else [out for _, out in collected]
         except BaseException as err:  # re-raised below unless a wrapper handles it
@@ -398,7 +413,10 @@ class PluginManager(pluggy.PluginManager):
         plain = result
         for impl, gen, _ in reversed(teardowns):
             tic = clock() if timer is not None else 0.0
+            inner = result
             result, error = _teardown(impl, gen, result, error)
+            if mode == "chain" and error is None and result is None:  # a wrapper that returns nothing leaves the data as it is
+                result = inner
             if error is not None:
                 _mark(error, self, impl.plugin_name, hook_name)
             if timer is not None:

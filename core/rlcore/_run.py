@@ -351,14 +351,18 @@ def _build_parts(config: Mapping[str, Any], pm: PluginManager, num_envs: int | N
         plugin_manager=pm,
     )
     env = make_env(num_envs or env_cfg["num_envs"], kwargs=env_cfg["kwargs"])
-    algorithm = pm.factory("algorithms", config["algo"]["name"])
-    device = torch.device(config["trainer"]["device"])
-    loss_module = algorithm.build(
-        config={k: v for k, v in config["algo"].items() if k != "name"},
-        observation_space=env.single_observation_space,
-        action_space=env.single_action_space,
-        device=device,
-    ).to(device)
+    try:
+        algorithm = pm.factory("algorithms", config["algo"]["name"])
+        device = torch.device(config["trainer"]["device"])
+        loss_module = algorithm.build(
+            config={k: v for k, v in config["algo"].items() if k != "name"},
+            observation_space=env.single_observation_space,
+            action_space=env.single_action_space,
+            device=device,
+        ).to(device)
+    except BaseException:
+        env.close()  # (an async env's workers with it)
+        raise
     return make_env, env, loss_module
 
 

@@ -22,7 +22,7 @@ from ._checkpoint import CheckpointBackend, SingleFileCheckpoint
 from ._guard import DEFAULT_TIMEOUT, GuardedLogger
 from ._logger import Logger
 from ._markers import hookimpl
-from ._plugins import PluginManager, get_plugin_manager
+from ._plugins import PluginManager, get_plugin_manager, where_failed
 from ._profile import Profiler
 from .hookspecs import HOOK_POINTS, HookPoint
 
@@ -479,9 +479,10 @@ class Trainer:
         kept, self._step_stats = self._step_stats, {}
         if not kept:
             return {}
+        device = next((v.device for values in kept.values() for v in values if isinstance(v, torch.Tensor)), None)
         means = [
-            torch.stack([torch.as_tensor(v, dtype=torch.float32).reshape(()) for v in values]).mean() for values in kept.values()
-        ]
+            torch.stack([torch.as_tensor(v, dtype=torch.float32, device=device).reshape(()) for v in values]).mean() for values in kept.values()
+        ]  # (on one device: a CUDA run's loss values, and numbers or CPU tensors from optimizer hooks)
         return dict(zip(kept, torch.stack(means).cpu().tolist(), strict=True))
 
     # ------------------------------------------------------------------ checkpoints
@@ -569,24 +570,31 @@ class Trainer:
         pm, profiler = self.plugin_manager, self.profiler
         self._open_pbar()
         tic = time.perf_counter()
+        failure: BaseException | None = None
         try:
             pm.call_each("rl_setup", None, self._timer, trainer=self)
             batches = iter(self.collector)
             while not self._done():
                 if profiler is None:
-                    batch = next(batches)
+                    batch = next(batches, None)
                 else:
                     with profiler.timed("collection"):
-                        batch = next(batches)
+                        batch = next(batches, None)
+                if batch is None:  # a finite collector ran out before the stop criteria
+                    break
                 self._train_batch(batch)
+            if self._pending:  # the means not logged yet, of metrics logged less often than every batch
+                pending, self._pending = self._pending, {}
+                self.log({key: total / count for key, (total, count) in pending.items()}, force=True)
             self._timed_save(force_save=True)
         except BaseException as err:
+            failure = err
             pm.call_each("rl_exception", trainer=self, exception=err)
             raise
         finally:
             if profiler is not None:
                 profiler.wall = time.perf_counter() - tic
-            self.shutdown()
+            self.shutdown(failing=failure is not None)
             if profiler is not None:
                 print(profiler.table(), file=sys.stderr)
 
@@ -650,10 +658,20 @@ class Trainer:
             with self.profiler.timed("checkpoint"):
                 self.save_trainer(force_save)
 
-    def shutdown(self) -> None:
-        """Call ``rl_shutdown``, close the progress bar, flush and close the loggers, stop the collector."""
+    def shutdown(self, *, failing: bool = False) -> None:
+        """Call every ``rl_shutdown`` implementation (each one, even after another raised), close the progress bar,
+        flush and close the loggers, stop the collector.
+
+        :param failing: the run is failing with an error of its own: an ``rl_shutdown`` error is then only
+            printed (on stderr), so as not to hide that one.
+        :raises BaseException: the first error of an ``rl_shutdown`` implementation, unless ``failing``.
+        """
         try:
-            self.plugin_manager.call_each("rl_shutdown", trainer=self)
+            self.plugin_manager.call_every("rl_shutdown", trainer=self)
+        except Exception as err:
+            if not failing:
+                raise
+            print(f"rlcore: while stopping: {where_failed(err)}{type(err).__name__}: {err}", file=sys.stderr)
         finally:
             if self._pbar is not None:
                 self._pbar.close()
@@ -732,6 +750,7 @@ def _rng_state() -> dict[str, Any]:
         "python": {"version": version, "internal": torch.tensor(internal, dtype=torch.int64), "gauss": gauss},
         "numpy": {"keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos), "has_gauss": int(has_gauss), "cached": float(cached)},
         "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None,
     }
 
 
@@ -741,6 +760,8 @@ def _set_rng_state(rng: Mapping[str, Any]) -> None:
     keys = np.asarray(npy["keys"].numpy(), dtype=np.uint32)
     np.random.set_state(("MT19937", keys, npy["pos"], npy["has_gauss"], npy["cached"]))
     torch.set_rng_state(rng["torch"])
+    if rng.get("cuda") is not None and torch.cuda.is_available() and torch.cuda.device_count() == len(rng["cuda"]):
+        torch.cuda.set_rng_state_all(rng["cuda"])
 
 
 __all__ = ["Trainer", "TrainerHookBase"]

@@ -82,7 +82,9 @@ def rl_setup(trainer: Trainer) -> None:
 def rl_shutdown(trainer: Trainer) -> None:
     """Called once when training ends, whether it finished, failed or was interrupted.
 
-    Loggers are flushed and closed after this hook.
+    Every implementation runs, even after another one raised (the first error is raised once all
+    have run, unless the run is failing with an error of its own). Loggers are flushed and closed
+    after this hook.
 
     :param trainer: the trainer that ran.
     """

@@ -119,6 +119,19 @@ class CheckpointBackendConformance:
         assert path == older
         assert_state_equal(good, loaded)
 
+    def test_the_save_after_resuming_past_a_damaged_newest_is_kept(self, tmp_path: Path) -> None:
+        from .._checkpoint import CheckpointError
+
+        backend = self._backend(tmp_path, keep_last=1)
+        backend.save({"frames": 100}, 100)
+        newest = backend.save({"frames": 300}, 300)  # keep_last=1: only this one is left
+        self.damage(newest, "garbage")
+        with pytest.warns(UserWarning, match=re.escape(newest.name)), pytest.raises(CheckpointError):
+            backend.load()  # nothing readable: the run restarts from scratch, and saves at 200 frames
+        saved = backend.save({"frames": 200}, 200)
+        assert backend.checkpoints() == [saved]  # the damaged newer one is pruned, never the one just saved
+        assert backend.load() == (saved, {"frames": 200})
+
     @pytest.mark.parametrize("how", ["truncate", "garbage"])
     def test_a_damaged_checkpoint_is_refused_in_one_line_naming_it(self, tmp_path: Path, how: Damage) -> None:
         from .._checkpoint import CheckpointError
