@@ -20,6 +20,12 @@ threads as rl-core's envpool default), ``policy alone`` runs the policy on a fix
 observations (no env). A collector needs both each step, so it cannot pass
 ``1 / (1 / envpool + 1 / policy)`` frames/s when it runs them in turn, nor the slower of the two
 when it overlaps them: both are printed after the table, with their ratios to SB3's fastest.
+``Gymnasium vector + policy`` is the policy stepping the env's own vectorised implementation
+(``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")``: Gymnasium's numpy
+``CartPoleVectorEnv``, all envs in one numpy step; ale-py's ``AtariVectorEnv``, C++ threads with
+EnvPool's preprocessing) in a bare loop ``obs = env.step(policy(obs))``: no batch, and its
+next-step autoreset counts the step that resets an env as a frame. No collector built on that env
+can be faster.
 
 SB3 and TorchRL are not dependencies of the project: when they cannot be imported they are
 installed with ``pip install --target`` into throwaway folders under the temp dir, without their
@@ -49,7 +55,7 @@ SETTINGS = {
     "pong": {"env": "ALE/Pong-v5", "num_envs": 8, "steps": 32},
 }
 BACKENDS = ["rl-core sync", "rl-core async", "rl-core envpool", "SB3 DummyVecEnv", "SB3 SubprocVecEnv", "TorchRL ParallelEnv"]
-REFERENCES = ["EnvPool alone", "policy alone"]
+REFERENCES = ["EnvPool alone", "policy alone", "Gymnasium vector + policy"]
 
 
 def ensure_torchrl() -> None:
@@ -176,21 +182,35 @@ def measure_reference(reference: str, setting: str, steps: int, net: Any) -> flo
     import os
 
     import envpool
+    import gymnasium
     import numpy as np
     import torch
 
     spec = SETTINGS[setting]
     n = spec["num_envs"]
     task = "CartPole-v1" if setting == "cartpole" else "Pong-v5"
-    pool = envpool.make(task, env_type="gymnasium", num_envs=n, seed=0, num_threads=min(n, len(os.sched_getaffinity(0))))  # rl-core's envpool default (EnvPool runs on Linux only)
-    if reference == "policy alone":
-        obs = torch.as_tensor(pool.reset(np.arange(n, dtype=np.int32))[0], dtype=torch.float32 if setting == "cartpole" else torch.uint8)
-        step = lambda i: sample(net, obs)
+    env: Any
+    if reference == "Gymnasium vector + policy":
+        if setting == "pong":
+            import ale_py
+
+            gymnasium.register_envs(ale_py)
+        env = gymnasium.make_vec(spec["env"], num_envs=n, vectorization_mode="vector_entry_point")
+        obs = torch.as_tensor(env.reset(seed=0)[0])
+
+        def step(i: int) -> None:
+            nonlocal obs
+            obs = torch.as_tensor(env.step(sample(net, obs).numpy())[0])
+
     else:
+        env = envpool.make(task, env_type="gymnasium", num_envs=n, seed=0, num_threads=min(n, len(os.sched_getaffinity(0))))  # rl-core's envpool default (EnvPool runs on Linux only)
         ids = np.arange(n, dtype=np.int32)
-        pool.reset(ids)
-        actions = np.random.default_rng(0).integers(0, pool.action_space.n, (2 * steps, n))
-        step = lambda i: pool.step(actions[i], ids)
+        first = torch.as_tensor(env.reset(ids)[0], dtype=torch.float32 if setting == "cartpole" else torch.uint8)
+        actions = np.random.default_rng(0).integers(0, env.action_space.n, (2 * steps, n))
+        if reference == "policy alone":
+            step = lambda i: sample(net, first)
+        else:
+            step = lambda i: env.step(actions[i], ids)
     with torch.inference_mode():
         for i in range(steps):
             step(i)
@@ -198,7 +218,7 @@ def measure_reference(reference: str, setting: str, steps: int, net: Any) -> flo
         for i in range(steps, 2 * steps):
             step(i)
         seconds = time.perf_counter() - start
-    pool.close()
+    env.close()
     return steps * n / seconds
 
 
@@ -253,13 +273,15 @@ def main(argv: list[str] | None = None) -> int:
         if ours and sb3:
             best, peer = max(ours, key=ours.__getitem__), max(sb3, key=sb3.__getitem__)
             print(f"{setting}: rl-core's fastest ({best}) / SB3's fastest ({peer}) = {ours[best] / sb3[peer]:.2f}x")
-            env_alone, policy_alone = (statistics.median(results.get((r, setting)) or [0.0]) for r in REFERENCES)
+            env_alone, policy_alone, vector = (statistics.median(results.get((r, setting)) or [0.0]) for r in REFERENCES)
             if env_alone and policy_alone:
                 in_turn, overlapped = 1 / (1 / env_alone + 1 / policy_alone), min(env_alone, policy_alone)
                 print(
                     f"{setting}: an EnvPool collector cannot pass {in_turn:,.0f} frames/s with env and policy in turn "
                     f"({in_turn / sb3[peer]:.2f}x SB3's fastest), {overlapped:,.0f} with them overlapped ({overlapped / sb3[peer]:.2f}x)"
                 )
+            if vector:
+                print(f"{setting}: the policy on the env's own vectorised {SETTINGS[setting]['env']}, bare loop: {vector:,.0f} frames/s ({vector / sb3[peer]:.2f}x SB3's fastest)")
     return 0
 
 
