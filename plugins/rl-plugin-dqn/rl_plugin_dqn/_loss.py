@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rl_plugin_replay import PRIORITY_KEY, STEPS_KEY, WEIGHT_KEY, EGreedy, FastSteps, make_target
+from rl_plugin_replay import PRIORITY_KEY, WEIGHT_KEY, EGreedy, FastSteps, bootstrap_target, make_target
 from rlcore import hookimpl
 
 from ._networks import GreedyPolicy, QNetwork
@@ -86,10 +86,7 @@ class DQNLoss(FastSteps, nn.Module):
                 next_value = self.target_qnet.forward(next_obs).gather(1, next_action)
             else:
                 next_value = self.target_qnet.forward(next_obs).amax(1, keepdim=True)
-            steps = batch.get(STEPS_KEY, None)
-            discount = self.gamma if steps is None else self.gamma ** steps.reshape(q.shape)
-            bootstrap = torch.where(batch.get(("next", "terminated")).reshape(q.shape), 0.0, discount)  # 0 where the episode terminated
-            target = torch.addcmul(batch.get(("next", "reward")).reshape(q.shape), bootstrap, next_value)  # r + gamma^m (1 - d) Q'
+            target = bootstrap_target(batch, self.gamma, next_value)  # r + gamma^m (1 - terminated) Q'
         td_error = (target - q.detach()).abs_()
         weight = batch.get(WEIGHT_KEY, None)  # a prioritized sample: weight the errors, send back new priorities
         if weight is None:

@@ -15,6 +15,7 @@ and the public API an off-policy loss builds on (DQN, SAC and third-party losses
 :class:`UniformSampler`,       which items a sample takes; the prioritized one keeps a vectorised
 :class:`PrioritizedSampler`    :class:`SumTree` and writes importance weights under ``"_weight"``
 :class:`NStepReturns`          n-step transitions from collector batches
+:func:`bootstrap_target`       a sample's TD target ``r + gamma**m (1 - terminated) V(s')``, one-step or n-step
 :class:`ReplayBufferTrainer`   the hook: extend at ``batch_process``, sample at ``process_optim_batch``,
                                update priorities at ``post_loss`` (TorchRL's)
 :class:`HardUpdate`,           target-network updaters at ``post_optim``
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from ._buffer import ReplayBuffer, make_replay_buffer
     from ._exploration import EGreedy, GaussianNoise, LinearSchedule, OrnsteinUhlenbeck, RandomWarmup
     from ._hook import ReplayBufferTrainer
-    from ._nstep import NStepReturns
+    from ._nstep import NStepReturns, bootstrap_target
     from ._optim import FastSteps, FusedAdamStep
     from ._perf import flush_denormal
     from ._samplers import PrioritizedSampler, UniformSampler
@@ -66,6 +67,7 @@ _LAZY = {
     "PrioritizedSampler": "._samplers",
     "SumTree": "._tree",
     "NStepReturns": "._nstep",
+    "bootstrap_target": "._nstep",
     "ReplayBufferTrainer": "._hook",
     "HardUpdate": "._targets",
     "SoftUpdate": "._targets",
@@ -103,6 +105,7 @@ __all__ = [
     "TargetNetworks",
     "TensorStorage",
     "UniformSampler",
+    "bootstrap_target",
     "flush_denormal",
     "make_replay_buffer",
     "make_target",

@@ -83,3 +83,21 @@ class NStepReturns:
         """Restore :meth:`state_dict`."""
         tail = state.get("tail")
         self._tail = None if tail is None else TensorDict(tail, batch_size=state["batch_size"])
+
+
+def bootstrap_target(sample: TensorDictBase, gamma: float, next_value: torch.Tensor) -> torch.Tensor:
+    """The TD target of replay transitions, one-step or n-step: ``r + gamma**m * (1 - terminated) * next_value``.
+
+    ``m`` is the sample's ``steps_to_next_obs`` (:class:`NStepReturns`' transitions), else 1; a
+    terminated transition does not bootstrap, a truncated one does.
+
+    :param sample: a replay sample ``[B]`` with ``("next", "reward" | "terminated")``.
+    :param gamma: the discount.
+    :param next_value: the value of ``("next", "observation")``, ``[B, 1]`` (``max_a Q'``, ``min_i Q'_i - alpha log pi``, ...).
+    :return: the targets, ``[B, 1]``.
+    """
+    shape = next_value.shape
+    steps = sample.get(STEPS_KEY, None)
+    discount = gamma if steps is None else gamma ** steps.reshape(shape)
+    bootstrap = torch.where(sample.get(("next", "terminated")).reshape(shape), 0.0, discount)  # 0 where the episode terminated
+    return torch.addcmul(sample.get(("next", "reward")).reshape(shape), bootstrap, next_value)

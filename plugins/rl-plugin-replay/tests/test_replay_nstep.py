@@ -78,3 +78,18 @@ def test_split_batches_give_the_transitions_of_one_long_batch():
     assert (joined == reference).all()
     more = two_envs[:, :5]
     assert (resumed(more) == nstep(more)).all()
+
+
+def test_bootstrap_target_by_hand():
+    from rl_plugin_replay import bootstrap_target
+
+    sample = TensorDict(
+        {"next": {"reward": torch.tensor([[1.0], [2.0], [3.0]]), "terminated": torch.tensor([[False], [True], [False]])}},
+        batch_size=[3],
+    )
+    next_value = torch.full((3, 1), 10.0)
+    # one-step: r + 0.5 * (1 - terminated) * 10
+    assert bootstrap_target(sample, 0.5, next_value).flatten().tolist() == [6.0, 2.0, 8.0]
+    # n-step, m = 1, 3, 2 steps to the next observation: r + 0.5**m * (1 - terminated) * 10
+    sample.set(STEPS_KEY, torch.tensor([[1], [3], [2]]))
+    assert bootstrap_target(sample, 0.5, next_value).flatten().tolist() == [6.0, 2.0, 5.5]

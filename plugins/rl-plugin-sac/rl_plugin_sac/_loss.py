@@ -28,7 +28,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rl_plugin_replay import PRIORITY_KEY, STEPS_KEY, WEIGHT_KEY, FastSteps, RandomWarmup, make_target
+from rl_plugin_replay import PRIORITY_KEY, WEIGHT_KEY, FastSteps, RandomWarmup, bootstrap_target, make_target
 
 from ._networks import Actor, SACPolicy, TwinQ
 
@@ -97,10 +97,7 @@ class SACLoss(FastSteps, nn.Module):
             next_obs = batch.get(("next", "observation"))
             next_action, next_log_pi = self.actor.sample(next_obs)
             next_q = self.target_critic.forward(next_obs, next_action).amin(0)  # [B, 1]
-            steps = batch.get(STEPS_KEY, None)
-            discount = self.gamma if steps is None else self.gamma ** steps.reshape(next_q.shape)
-            bootstrap = torch.where(batch.get(("next", "terminated")).reshape(next_q.shape), 0.0, discount)
-            target = torch.addcmul(batch.get(("next", "reward")).reshape(next_q.shape), bootstrap, next_q - alpha * next_log_pi)
+            target = bootstrap_target(batch, self.gamma, next_q - alpha * next_log_pi)
 
         # the twin critics
         q = self.critic.forward(obs, action)  # [2, B, 1]
