@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 import warnings
 from collections.abc import Mapping
@@ -100,6 +101,15 @@ class Logger:
     def close(self) -> None:
         """Flush and release the backend; the logger is not used afterwards."""
         self.flush()
+
+    @staticmethod
+    def exit_status() -> str:
+        """How the run ends, for :meth:`close` to tell the backend: ``"finished"``, or ``"failed"`` (``"killed"`` for
+        ``KeyboardInterrupt``) when called while an exception propagates, as the trainer closes its loggers."""
+        error = sys.exc_info()[1]
+        if error is None:
+            return "finished"
+        return "killed" if isinstance(error, KeyboardInterrupt) else "failed"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(exp_name={self.exp_name!r}, log_dir={str(self.log_dir)!r})"

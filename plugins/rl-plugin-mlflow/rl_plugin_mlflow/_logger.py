@@ -11,7 +11,6 @@ import importlib.util
 import json
 import os
 import re
-import sys
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
@@ -163,7 +162,7 @@ class MLflowLogger(Logger):
         closes its loggers in a ``finally`` block)."""
         if self._closed:
             return
-        status = _STATUS[exit_status()]
+        status = _STATUS[self.exit_status()]
         self._closed = True
         try:
             self._send()
@@ -207,10 +206,3 @@ def metric_key(name: str) -> str:
     key = "/".join(p for p in _BAD_KEY_CHARS.sub("_", str(name)).split("/") if p not in ("", ".", ".."))
     return key[:_MAX_KEY_LENGTH] or "_"
 
-
-def exit_status() -> str:
-    """``"finished"``, or ``"failed"``/``"killed"`` when called while an exception (``KeyboardInterrupt``) propagates."""
-    err = sys.exc_info()[1]
-    if err is None:
-        return "finished"
-    return "killed" if isinstance(err, KeyboardInterrupt) else "failed"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.util
 import io
 import os
-import sys
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -110,7 +109,7 @@ class TensorBoardLogger(Logger):
         if self._closed:
             return
         if self._hparams_logged:
-            end = SessionEndInfo(status=_STATUS[exit_status()], end_time_secs=time.time())
+            end = SessionEndInfo(status=_STATUS[self.exit_status()], end_time_secs=time.time())
             self._add(_hparams_summary(hp_metadata.SESSION_END_INFO_TAG, HParamsPluginData(session_end_info=end)))
         self._writer.close()
         self._closed = True
@@ -121,13 +120,6 @@ def _hparams_summary(tag: str, data: HParamsPluginData) -> Summary:
     plugin = SummaryMetadata.PluginData(plugin_name=hp_metadata.PLUGIN_NAME, content=data.SerializeToString())
     return Summary(value=[Summary.Value(tag=tag, metadata=SummaryMetadata(plugin_data=plugin))])
 
-
-def exit_status() -> str:
-    """``"finished"``, or ``"failed"``/``"killed"`` when called while an exception (``KeyboardInterrupt``) propagates."""
-    err = sys.exc_info()[1]
-    if err is None:
-        return "finished"
-    return "killed" if isinstance(err, KeyboardInterrupt) else "failed"
 
 
 def encode_gif(frames: np.ndarray, fps: int) -> bytes:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import io
 import os
-import sys
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -110,4 +109,4 @@ class WandbLogger(Logger):
         loggers in a ``finally`` block), so W&B marks it failed."""
         if not self._closed:
             self._closed = True
-            self.run.finish(exit_code=0 if sys.exc_info()[1] is None else 1)
+            self.run.finish(exit_code=0 if self.exit_status() == "finished" else 1)
