@@ -12,7 +12,7 @@ from tensordict import TensorDict, TensorDictBase
 from rlcore import ConfigError, hookimpl
 
 from ._hook import PluginHook, output_directory
-from ._options import TensorDictRecorderOptions
+from ._options import TensorDictRecorderOptions, as_key
 
 if TYPE_CHECKING:
     from rlcore import Trainer
@@ -58,12 +58,6 @@ def load_rollouts(path: str | os.PathLike[str]) -> list[TensorDictBase]:
         return [TensorDict.load_memmap(path)]
     folders = sorted(p for p in path.iterdir() if (p / META).is_file() and not p.name.startswith("."))
     return [TensorDict.load_memmap(folder) for folder in folders]
-
-
-def _nested(key: str | tuple[str, ...]) -> str | tuple[str, ...]:
-    if isinstance(key, str) and "." in key:
-        return tuple(key.split("."))
-    return key
 
 
 class TensorDictRecorderHook(TensorDictRecorderOptions, PluginHook):
@@ -112,7 +106,7 @@ class TensorDictRecorderHook(TensorDictRecorderOptions, PluginHook):
     def _select(self, batch: TensorDictBase) -> TensorDictBase:
         if self.keys is None:
             return batch
-        keys = [_nested(k) for k in self.keys]
+        keys = [as_key(k) for k in self.keys]
         missing = [k for k in keys if k not in batch.keys(include_nested=True)]
         if missing:
             names = ", ".join(".".join(k) if isinstance(k, tuple) else k for k in batch.keys(True, True))

@@ -19,7 +19,7 @@ from rlcore import ConfigError, hookimpl
 
 from ._frames import as_array
 from ._hook import PluginHook, output_directory
-from ._options import VideoRecorderOptions
+from ._options import VideoRecorderOptions, as_key
 from ._recorder import VideoRecorder
 
 if TYPE_CHECKING:
@@ -101,8 +101,7 @@ class VideoRecorderHook(VideoRecorderOptions, PluginHook):
         """Feed the frames of ``batch[key]`` (``[envs, time, ...]``) step by step."""
         if self._recorder is None:
             return
-        key = tuple(self.key.split(".")) if "." in self.key else self.key
-        pixels = batch.get(key, None)
+        pixels = batch.get(as_key(self.key), None)
         if pixels is None:
             raise ConfigError(
                 f"hooks.video_recorder.key: the batch has no key {self.key!r}; set key to the batch's frames, "
@@ -158,8 +157,7 @@ class VideoRecorderHook(VideoRecorderOptions, PluginHook):
 def _with_time(collected: Any, processed: Any, key: str) -> Any:
     """The batch to record from: the collected one (``[envs, time]``, changed in place by the data hooks) when it holds
     ``key``, else the processed one, brought back to ``[envs, time]`` when an algorithm flattened it."""
-    name = tuple(key.split(".")) if "." in key else key
-    if collected.get(name, None) is not None or processed is None:
+    if collected.get(as_key(key), None) is not None or processed is None:
         return collected
     if processed.batch_dims == 1 and collected.batch_dims == 2 and processed.numel() == collected.numel():
         return processed.reshape(collected.batch_size)
