@@ -85,3 +85,20 @@ def test_four_loggers_and_evaluation_see_every_metric(tmp_path, monkeypatch):
     logged = wandb_metrics(run_dir)
     assert logged.pop("eval/video._type") == [1024, 2048]  # the videos, as wandb.Video
     assert {k: v for k, v in logged.items() if not k.startswith("eval/video.")} == dict(expected)
+
+
+@pytest.mark.parametrize(
+    ("name", "module", "cls"),
+    [("tensorboard", "rl_plugin_tensorboard", "TensorBoardLogger"), ("mlflow", "rl_plugin_mlflow", "MLflowLogger"), ("wandb", "rl_plugin_wandb", "WandbLogger")],
+)
+def test_a_loggers_options_are_checked_by_name_and_type_as_its_class_takes_them(name: str, module: str, cls: str) -> None:
+    import importlib
+
+    from rlcore._options import options_of
+
+    plugin = importlib.import_module(module)
+    declared, open_ended = options_of(plugin.make_logger)  # what the config's loggers.<name> is checked against
+    taken, _ = options_of(getattr(importlib.import_module(f"{module}._logger"), cls))
+    assert not open_ended and {k: o.default for k, o in declared.items()} == {k: o.default for k, o in taken.items()}
+    with pytest.raises(rlcore.ConfigError, match=rf"^unknown key loggers\.{name}\.colour \(valid choices: "):
+        rlcore.load_config(overrides=[f"loggers.{name}.colour=red"])  # a typo stops the run before it starts

@@ -16,16 +16,28 @@ if TYPE_CHECKING:
 __all__ = ["make_logger"]
 
 
-def make_logger(exp_name: str, log_dir: str | os.PathLike[str], **options: Any) -> MLflowLogger:
+def make_logger(
+    exp_name: str,
+    log_dir: str | os.PathLike[str],
+    experiment: str = "rlcore",
+    run_name: str | None = None,
+    tags: dict[str, Any] | list[str] | None = None,
+    tracking_uri: str | None = None,
+    flush_secs: float = 5.0,
+) -> MLflowLogger:
     """Create a :class:`~rl_plugin_mlflow._logger.MLflowLogger`, which starts one MLflow run.
 
     :param exp_name: the run's name (the MLflow run's name unless ``run_name`` is given).
     :param log_dir: the run directory (the local store lives there unless ``MLFLOW_TRACKING_URI`` is set).
-    :param options: ``experiment``, ``run_name``, ``tags``, ``tracking_uri``, ``flush_secs`` (see the logger).
+    :param experiment: the MLflow experiment's name (reused when it exists).
+    :param run_name: the MLflow run's name; default ``exp_name``.
+    :param tags: run tags, ``{key: value}`` or a list of names.
+    :param tracking_uri: where to log, overriding ``MLFLOW_TRACKING_URI``.
+    :param flush_secs: the longest time a metric waits in the buffer (``0`` sends every call).
     """
     from ._logger import MLflowLogger
 
-    return MLflowLogger(exp_name, log_dir, **options)
+    return MLflowLogger(exp_name, log_dir, experiment=experiment, run_name=run_name, tags=tags, tracking_uri=tracking_uri, flush_secs=flush_secs)
 
 
 @hookimpl

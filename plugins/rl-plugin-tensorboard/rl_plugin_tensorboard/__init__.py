@@ -16,16 +16,17 @@ if TYPE_CHECKING:
 __all__ = ["make_logger"]
 
 
-def make_logger(exp_name: str, log_dir: str | os.PathLike[str], **options: Any) -> TensorBoardLogger:
+def make_logger(exp_name: str, log_dir: str | os.PathLike[str], flush_secs: float = 10.0, max_queue: int = 100) -> TensorBoardLogger:
     """Create a :class:`~rl_plugin_tensorboard._logger.TensorBoardLogger` writing to ``<log_dir>/tensorboard/``.
 
     :param exp_name: the run's name.
     :param log_dir: the run directory.
-    :param options: ``flush_secs`` and ``max_queue`` (see the logger).
+    :param flush_secs: how often the background writer flushes to disk, in seconds.
+    :param max_queue: events queued before a flush is forced.
     """
     from ._logger import TensorBoardLogger
 
-    return TensorBoardLogger(exp_name, log_dir, **options)
+    return TensorBoardLogger(exp_name, log_dir, flush_secs=flush_secs, max_queue=max_queue)
 
 
 @hookimpl

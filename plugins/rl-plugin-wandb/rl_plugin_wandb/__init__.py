@@ -16,16 +16,30 @@ if TYPE_CHECKING:
 __all__ = ["make_logger"]
 
 
-def make_logger(exp_name: str, log_dir: str | os.PathLike[str], **options: Any) -> WandbLogger:
+def make_logger(
+    exp_name: str,
+    log_dir: str | os.PathLike[str],
+    project: str | None = None,
+    entity: str | None = None,
+    tags: list[str] | str | None = None,
+    group: str | None = None,
+    mode: str | None = None,
+    notes: str | None = None,
+) -> WandbLogger:
     """Create a :class:`~rl_plugin_wandb._logger.WandbLogger`, which starts one W&B run.
 
     :param exp_name: the run's name (the W&B run's display name).
     :param log_dir: the run directory; W&B writes its files under ``<log_dir>/wandb/``.
-    :param options: ``project``, ``entity``, ``tags``, ``group``, ``mode``, ``notes`` (see the logger).
+    :param project: the W&B project; default ``WANDB_PROJECT``, else ``"rlcore"``.
+    :param entity: the W&B user or team.
+    :param tags: run tags.
+    :param group: the run group, e.g. to gather the seeds of one experiment.
+    :param mode: ``"online"``, ``"offline"`` or ``"disabled"``; default ``WANDB_MODE``, else online.
+    :param notes: a description of the run.
     """
     from ._logger import WandbLogger
 
-    return WandbLogger(exp_name, log_dir, **options)
+    return WandbLogger(exp_name, log_dir, project=project, entity=entity, tags=tags, group=group, mode=mode, notes=notes)
 
 
 @hookimpl
