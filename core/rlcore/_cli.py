@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from ._errors import ConfigError, RLCoreError
-from ._plugins import PluginInfo, PluginManager, parse_names, where_failed
+from ._plugins import PluginInfo, PluginManager, _one_line, parse_names, where_failed
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 SIGNAL_EXIT: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -165,8 +165,7 @@ def make_cli(pm: PluginManager) -> click.Group:
         if profile:
             overrides = (*overrides, "trainer.profile=true")
         config = load_config(config_file, overrides=overrides, plugin_manager=pm, **sections)
-        for info in pm.broken():
-            click.echo(f"rlctl: warning: plugin {info.name!r} ({info.distribution}) is not loaded: {info.status[7:]}", err=True)
+        pm.warn_broken()
         trainer = build_trainer(config, run_dir=run_dir, plugin_manager=pm, resume=bool(resume), force=force)
         if trainer.resumed_from is not None:
             _say(f"rlctl: resumed from {trainer.resumed_from} at {trainer.collected_frames} frames")
@@ -263,7 +262,7 @@ def build_cli(pm: PluginManager) -> click.Group:
         try:
             impl.function(cli=cli)
         except Exception as err:
-            pm.infos[impl.plugin_name].status = f"error: rl_register_commands failed: {err}"
+            pm.infos[impl.plugin_name].status = f"error: rl_register_commands failed: {_one_line(err)}"  # (one line: plugins list)
     return cli
 
 

@@ -136,6 +136,7 @@ class PluginManager(pluggy.PluginManager):
         self._only = set(only) if only is not None else parse_names(os.environ.get(ENV_PLUGINS))
         self._block = set(block)
         self._registries: dict[str, dict[str, tuple[str, Any]]] = {}
+        self._warned: set[str] = set()  # plugins already warned about (once each)
         if discover:
             self.load_entrypoints()
 
@@ -251,6 +252,7 @@ class PluginManager(pluggy.PluginManager):
         info = self.infos.setdefault(plugin, PluginInfo(plugin, "", "", ""))
         if info.ok:
             info.status = f"error: {message}"
+            self._warned.add(plugin)
             warnings.warn(f"plugin {plugin!r} ({info.distribution or '?'}) is not used: {message}", stacklevel=3)
 
     def factory(self, kind: str, name: str, key: str | None = None) -> Any:
@@ -303,9 +305,11 @@ class PluginManager(pluggy.PluginManager):
         return None
 
     def warn_broken(self) -> None:
-        """Warn once, on stderr, about every broken plugin."""
+        """Warn about every broken plugin, once each (one whose registry hook failed was warned about then)."""
         for info in self.broken():
-            warnings.warn(f"plugin {info.name!r} ({info.distribution}) is not loaded: {info.status[7:]}", stacklevel=2)
+            if info.name not in self._warned:
+                self._warned.add(info.name)
+                warnings.warn(f"plugin {info.name!r} ({info.distribution}) is not loaded: {info.status[7:]}", stacklevel=2)
 
     # ------------------------------------------------------------------ calling
     def call_chain(self, hook_name: str, value_name: str, expected: type | None = None, timer: Timer | None = None, **kwargs: Any) -> Any:

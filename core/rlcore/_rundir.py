@@ -81,15 +81,6 @@ class RunDirectory:
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def inside(self, relative: str | os.PathLike[str], key: str) -> Path:
-        """``RUN_DIR/relative``, refused if it would leave the run directory.
-
-        :param relative: a path relative to the run directory.
-        :param key: the config key that names it, for the message.
-        :raises ConfigError: for an absolute path or one that climbs out (``../x``).
-        """
-        return inside(self.path, relative, key)
-
     def commit(self) -> None:
         """The run is built: clear an earlier run's files (``force``) and record the holder."""
         if self.force and not self.resume:
@@ -129,7 +120,13 @@ def is_run_directory(path: Path) -> bool:
 
 
 def inside(directory: Path, relative: str | os.PathLike[str], key: str) -> Path:
-    """``directory/relative``, refused if it would leave ``directory`` (see :meth:`RunDirectory.inside`)."""
+    """``directory/relative``, refused if it would leave ``directory``.
+
+    :param directory: the run directory.
+    :param relative: a path relative to it.
+    :param key: the config key that names it, for the message.
+    :raises ConfigError: for an absolute path or one that climbs out (``../x``).
+    """
     path = Path(relative)
     resolved_dir = directory.resolve()
     target = (resolved_dir / path).resolve()
