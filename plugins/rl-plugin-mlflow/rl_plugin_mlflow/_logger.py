@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param
+from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 
 from rlcore import ConfigError, Logger
@@ -130,14 +130,20 @@ class MLflowLogger(Logger):
         self._sent_at = time.monotonic()
 
     def log_hparams(self, params: Mapping[str, Any]) -> None:
-        """Log ``params`` as run params (values as text, cut to MLflow's 6000 characters)."""
-        self._hparams = dict(params)
-        if self._run_id is not None:  # else they go with the run's creation (a resumed run has them already)
-            self._log_params(self._hparams)
+        """Log ``params`` as run params (values as text, cut to MLflow's 6000 characters).
 
-    def _log_params(self, params: Mapping[str, Any]) -> None:
+        A resumed run has its params already, and MLflow refuses to change one: those the resumed
+        run sets otherwise (a longer ``trainer.total_frames``) are logged as tags ``resumed.<key>``.
+        """
+        self._hparams = dict(params)
+        if self._run_id is not None:  # a resumed run (else they go with the run's creation)
+            self._log_params(self._hparams, logged=self.client.get_run(self._run_id).data.params)
+
+    def _log_params(self, params: Mapping[str, Any], logged: Mapping[str, str] | None = None) -> None:
         batch = {metric_key(k): str(v)[:_MAX_PARAM_LENGTH] for k, v in params.items()}
-        self.client.log_batch(self.run_id, params=[Param(k, v) for k, v in batch.items()])
+        logged = logged or {}
+        changed = [RunTag(f"resumed.{k}", v) for k, v in batch.items() if k in logged and logged[k] != v]
+        self.client.log_batch(self.run_id, params=[Param(k, v) for k, v in batch.items() if k not in logged], tags=changed)
 
     # ------------------------------------------------------------------ artifacts
     def log_video(self, name: str, video: Any, step: int, fps: int = 30) -> None:

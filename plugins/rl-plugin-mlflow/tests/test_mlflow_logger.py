@@ -254,20 +254,22 @@ def test_options_pass_through_the_registry(run_dir: Path) -> None:
 
 def test_resume_continues_the_interrupted_mlflow_run(run_dir: Path) -> None:
     first = MLflowLogger("run", run_dir, flush_secs=0)
-    first.log_hparams({"algo.lr": 0.1})
+    first.log_hparams({"algo.lr": 0.1, "trainer.total_frames": 100})
     for step in (1, 2, 3):
         first.log_scalars({"loss": float(step)}, step)
     first.close()
     second = MLflowLogger("run", run_dir, flush_secs=0)
-    second.log_hparams({"algo.lr": 0.1})
-    second.resume(3)
+    second.resume(3)  # the trainer's order: resume, then the resumed run's params
+    second.log_hparams({"algo.lr": 0.1, "trainer.total_frames": 200, "trainer.seed": 1})
     assert second.run_id == first.run_id
     second.log_scalars({"loss": 4.0}, 4)
     second.close()
     client = MlflowClient(second.tracking_uri)
     (run,) = client.search_runs([second.experiment_id], run_view_type=ViewType.ALL)  # no run made and deleted
     assert run.info.run_id == first.run_id and run.info.status == "FINISHED"
-    assert run.data.params == {"algo.lr": "0.1"}
+    assert run.data.params == {"algo.lr": "0.1", "trainer.total_frames": "100", "trainer.seed": "1"}  # MLflow keeps a param's first value
+    assert run.data.tags["resumed.trainer.total_frames"] == "200"  # the resumed run's own, beside it
+    assert "resumed.algo.lr" not in run.data.tags and "resumed.trainer.seed" not in run.data.tags
     assert history(client, run.info.run_id, "loss") == [(1, 1.0), (2, 2.0), (3, 3.0), (4, 4.0)]
 
 
