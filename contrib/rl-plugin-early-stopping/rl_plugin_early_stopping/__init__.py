@@ -12,9 +12,9 @@ imported only when the factory is called.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from rlcore import hookimpl
+from rlcore import Range, hookimpl
 
 if TYPE_CHECKING:
     from ._hook import EarlyStopping
@@ -23,12 +23,16 @@ __version__ = "0.1.0"
 __all__ = ["early_stopping", "rl_register_hooks"]
 
 
+#: an integer of at least 1 (rlcore checks the options of a config against these annotations)
+Positive = Annotated[int, Range(ge=1)]
+
+
 def early_stopping(
     target_return: float | None = None,
-    window: int = 20,
-    patience: int | None = None,
-    min_delta: float = 0.0,
-    min_episodes: int | None = None,
+    window: Positive = 20,
+    patience: Positive | None = None,
+    min_delta: Annotated[float, Range(ge=0)] = 0.0,
+    min_episodes: Positive | None = None,
 ) -> EarlyStopping:
     """Stop training once the mean return of the last ``window`` finished episodes reaches a target or stops improving.
 

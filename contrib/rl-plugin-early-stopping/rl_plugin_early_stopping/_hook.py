@@ -13,29 +13,13 @@ from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from rlcore import ConfigError, TrainerHookBase
+from rlcore import ConfigError, TrainerHookBase, validate_options
 
 if TYPE_CHECKING:
     from rlcore import Trainer
 
 #: The name this hook's values are logged under.
 METRIC = "early_stopping/window_return"
-
-
-def _check_int(name: str, value: Any, minimum: int, optional: bool = False) -> None:
-    """Raise a one-line :class:`rlcore.ConfigError` unless ``value`` is an integer of at least ``minimum``."""
-    if optional and value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"hooks.early_stopping.{name}: must be an integer of at least {minimum}, got {value!r}")
-
-
-def _check_number(name: str, value: Any, optional: bool = False) -> None:
-    """Raise a one-line :class:`rlcore.ConfigError` unless ``value`` is a real number."""
-    if optional and value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"hooks.early_stopping.{name}: must be a number, got {value!r}")
 
 
 class EarlyStopping(TrainerHookBase):
@@ -65,13 +49,11 @@ class EarlyStopping(TrainerHookBase):
         min_delta: float = 0.0,
         min_episodes: int | None = None,
     ) -> None:
-        _check_number("target_return", target_return, optional=True)
-        _check_int("window", window, 1)
-        _check_int("patience", patience, 1, optional=True)
-        _check_number("min_delta", min_delta)
-        if min_delta < 0:
-            raise ConfigError(f"hooks.early_stopping.min_delta: must be at least 0, got {min_delta!r}")
-        _check_int("min_episodes", min_episodes, 1, optional=True)
+        from . import early_stopping  # its annotations declare the options: rlcore checks them, from a config or from here
+
+        options = {"target_return": target_return, "window": window, "patience": patience, "min_delta": min_delta, "min_episodes": min_episodes}
+        checked = validate_options("hooks.early_stopping", early_stopping, options)
+        target_return, window, patience, min_delta, min_episodes = (checked[name] for name in options)
         if min_episodes is not None and min_episodes > window:
             raise ConfigError(f"hooks.early_stopping.min_episodes: must be at most window ({window}), got {min_episodes!r}")
         if target_return is None and patience is None:

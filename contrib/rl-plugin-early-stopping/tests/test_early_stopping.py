@@ -74,12 +74,12 @@ def test_patience_counts_batches_without_improvement() -> None:
     ("options", "message"),
     [
         ({}, "hooks.early_stopping: set target_return, patience or both"),
-        ({"target_return": 1.0, "window": 0}, "hooks.early_stopping.window: must be an integer of at least 1, got 0"),
+        ({"target_return": 1.0, "window": 0}, "hooks.early_stopping.window: expected an integer >= 1, got 0"),
         ({"target_return": 1.0, "window": 2.5}, "hooks.early_stopping.window"),
-        ({"patience": 0}, "hooks.early_stopping.patience: must be an integer of at least 1"),
+        ({"patience": 0}, "hooks.early_stopping.patience: expected an integer >= 1"),
         ({"patience": True}, "hooks.early_stopping.patience"),
-        ({"target_return": "high"}, "hooks.early_stopping.target_return: must be a number"),
-        ({"patience": 3, "min_delta": -1.0}, "hooks.early_stopping.min_delta: must be at least 0"),
+        ({"target_return": "high"}, "hooks.early_stopping.target_return: expected a number"),
+        ({"patience": 3, "min_delta": -1.0}, "hooks.early_stopping.min_delta: expected a number >= 0"),
         ({"patience": 3, "window": 5, "min_episodes": 6}, "hooks.early_stopping.min_episodes: must be at most window (5)"),
     ],
 )
