@@ -335,6 +335,22 @@ def test_a_logger_that_stops_answering_is_dropped_at_its_deadline(toy_pm, tmp_pa
     assert [r["frames"] for r in metrics(tmp_path) if r["name"] == "loss/objective"] == ["64", "128", "192", "256"]
 
 
+class SlowLogger(rlcore.Logger):
+    """A backend that answers every write in time, but too slowly to keep up (a slow link)."""
+
+    def log_scalars(self, values, step):
+        time.sleep(0.2)
+
+
+def test_a_logger_that_falls_behind_is_dropped_with_a_warning_not_silently(toy_pm, tmp_path):
+    config = {"algo": {"name": "toy"}, "trainer": {"seed": 1, "logger_timeout": 0.5, "save_trainer_interval": 64}, "loggers": {"csv": {}}}
+    trainer = rlcore.build_trainer(config, run_dir=tmp_path, plugin_manager=toy_pm)
+    trainer.loggers.append(trainer.guard(SlowLogger("x", tmp_path)))
+    with pytest.warns(UserWarning, match=r"logger SlowLogger did not write what it was given within 0.5 s; it is dropped and the run goes on"):
+        trainer.train()
+    assert [r["frames"] for r in metrics(tmp_path) if r["name"] == "loss/objective"] == ["64", "128", "192", "256"]
+
+
 def test_same_seed_same_run(toy_pm, tmp_path):
     runs = []
     for name in ("a", "b"):

@@ -40,6 +40,7 @@ class GuardedLogger(Logger):
         self._calls: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._busy_since: float | None = None
         self._error: BaseException | None = None
+        self._late = False  # a wait() ran past the deadline: calls were left unwritten
         self._thread = threading.Thread(target=self._work, name=f"rlcore-logger-{name}", daemon=True)
         self._thread.start()
         if not isinstance(logger, Logger):
@@ -73,15 +74,19 @@ class GuardedLogger(Logger):
         """Wait until every call queued so far has run; ``False`` if that takes more than ``timeout`` (default: the deadline)."""
         done = threading.Event()
         self._calls.put((lambda: None, done))
-        return done.wait(self.timeout if timeout is None else timeout)
+        finished = done.wait(self.timeout if timeout is None else timeout)
+        self._late = self._late or not finished
+        return finished
 
     def problem(self) -> str | None:
-        """Why the logger must be dropped (its call raised, or has run past the deadline), or ``None``."""
+        """Why the logger must be dropped (its call raised or has run past the deadline, or a backlog of calls did), or ``None``."""
         if self._error is not None:
             return f"failed: {type(self._error).__name__}: {self._error}"
         started = self._busy_since
         if started is not None and time.monotonic() - started > self.timeout:
             return f"did not answer within {self.timeout:g} s"
+        if self._late:  # each call in time, but together past the deadline
+            return f"did not write what it was given within {self.timeout:g} s"
         return None
 
     def __getattr__(self, name: str) -> Any:
