@@ -116,3 +116,23 @@ def test_missing_first_party_capability_names_the_distribution(with_plugins):
     if "pg" in blocked.infos:  # rl-plugin-pg is installed in the development set-up
         with pytest.raises(rlcore.PluginError, match=r"algorithm 'ppo' needs plugin 'pg' \(rl-plugin-pg\), which is blocked"):
             blocked.factory("algorithms", "ppo")
+
+
+def test_a_plugin_whose_registry_hook_fails_takes_no_part_in_the_run(toy_pm, tmp_path):
+    calls: list[int] = []
+
+    class HalfBroken:  # registers wrappers wrongly, and would also act in the loop
+        @rlcore.hookimpl
+        def rl_register_env_wrappers(self):
+            raise RuntimeError("the registry exploded")
+
+        @rlcore.hookimpl
+        def rl_post_steps(self, trainer):
+            calls.append(trainer.collected_frames)
+
+    assert toy_pm.add_plugin(HalfBroken(), "halfbroken")
+    with pytest.warns(UserWarning, match=r"plugin 'halfbroken' \(\?\) is not used: rl_register_env_wrappers failed: RuntimeError: the registry exploded"):
+        config = rlcore.load_config(plugin_manager=toy_pm, overrides=["algo.name=toy", "loggers.console=null"])
+    rlcore.build_trainer(config, run_dir=tmp_path, plugin_manager=toy_pm).train()
+    assert calls == [] and not toy_pm.infos["halfbroken"].ok  # left out, as rlctl plugins list says
+

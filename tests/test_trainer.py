@@ -351,6 +351,25 @@ def test_a_logger_that_falls_behind_is_dropped_with_a_warning_not_silently(toy_p
     assert [r["frames"] for r in metrics(tmp_path) if r["name"] == "loss/objective"] == ["64", "128", "192", "256"]
 
 
+def test_a_config_hook_object_named_like_the_plugin_that_provides_it(toy_pm, tmp_path):
+    calls: list[int] = []
+
+    class Counter:  # what the hook factory returns: an object with hook implementations, not a TrainerHookBase
+        @hookimpl
+        def rl_post_steps(self, trainer):
+            calls.append(trainer.collected_frames)
+
+    class Provider:  # the installed plugin "tally", which registers the hook "tally" (as the scaffold names them)
+        @hookimpl
+        def rl_register_hooks(self):
+            return {"tally": Counter}
+
+    assert toy_pm.add_plugin(Provider(), "tally")
+    config = {"algo": {"name": "toy"}, "trainer": {"seed": 1}, "loggers": {"csv": {}}, "hooks": {"tally": {}}}
+    rlcore.build_trainer(config, run_dir=tmp_path, plugin_manager=toy_pm).train()
+    assert calls == [64, 128, 192, 256] and toy_pm.infos["tally"].ok
+
+
 def test_same_seed_same_run(toy_pm, tmp_path):
     runs = []
     for name in ("a", "b"):

@@ -245,6 +245,10 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: Any) -> dict[str, An
             raise ConfigError(f"unknown section {section!r} (valid choices: {', '.join(SECTIONS)})")
         if not isinstance(user[section], Mapping) and user[section] is not None:
             raise ConfigError(f"{section}: expected a mapping, got {user[section]!r}")
+    from ._registry import KINDS
+
+    for kind in KINDS:  # a plugin whose registry hook fails takes no part in the run, whichever registry it is
+        plugin_manager.registry(kind)
     recorded = user.get(PLUGINS_KEY) or {}
     user = {k: v for k, v in user.items() if v is not None and k != PLUGINS_KEY}
     name = user.get("algo", {}).get("name", KERNEL_DEFAULTS["algo"]["name"])

@@ -245,15 +245,25 @@ class PluginManager(pluggy.PluginManager):
     def registry(self, kind: str) -> dict[str, tuple[str, Any]]:
         """``{name: (plugin name, factory)}`` for one registry kind (see :data:`rlcore._registry.KINDS`)."""
         if kind not in self._registries:
-            self._registries[kind] = collect(getattr(self.hook, KINDS[kind]), kind, self._broken_registry)
+            broken: list[tuple[str, str]] = []
+            found = collect(getattr(self.hook, KINDS[kind]), kind, lambda plugin, message: broken.append((plugin, message)))
+            if broken:
+                for plugin, message in broken:
+                    self._leave_out(plugin, message)
+                self._registries.clear()  # (what they registered in other kinds goes too)
+                return self.registry(kind)
+            self._registries[kind] = found
         return self._registries[kind]
 
-    def _broken_registry(self, plugin: str, message: str) -> None:
+    def _leave_out(self, plugin: str, message: str) -> None:
+        """A plugin whose registry hook failed takes no part: its hooks are unregistered, its status says why (warned once)."""
         info = self.infos.setdefault(plugin, PluginInfo(plugin, "", "", ""))
+        if self.has_plugin(plugin):
+            self.unregister(name=plugin)
         if info.ok:
             info.status = f"error: {message}"
             self._warned.add(plugin)
-            warnings.warn(f"plugin {plugin!r} ({info.distribution or '?'}) is not used: {message}", stacklevel=3)
+            warnings.warn(f"plugin {plugin!r} ({info.distribution or '?'}) is not used: {message}", stacklevel=4)
 
     def factory(self, kind: str, name: str, key: str | None = None) -> Any:
         """The factory registered under ``name``, or a one-line error naming what to install.

@@ -221,8 +221,8 @@ def _build(config: dict[str, Any], run_dir: Path, pm: PluginManager, distributed
             hook = pm.factory("hooks", name)(**options)
             if isinstance(hook, TrainerHookBase):
                 hook.register(trainer, name)
-            else:
-                trainer.register_plugin(hook, name)
+            else:  # an object with hook implementations, under a name no installed plugin has (the scaffold names both alike)
+                trainer.register_plugin(hook, f"hooks.{name}")
     except BaseException:
         if collector is not None:
             collector.shutdown()  # it owns the env (and a remote one its workers)

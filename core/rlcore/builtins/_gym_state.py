@@ -50,7 +50,7 @@ def sub_env_state(env: Any) -> list[dict[str, Any]] | None:
         if _is_mujoco(layer):
             layers.append({"mujoco": _mujoco_state(layer)})
             continue
-        if not type(layer).__module__.startswith(SAVEABLE_MODULES):
+        if not (type(layer).__module__.startswith(SAVEABLE_MODULES) or isinstance(layer, _StateAccess)):  # (async workers, wrapped)
             return None
         attrs = _plain_attrs(layer, strict=True)
         if attrs is None:
