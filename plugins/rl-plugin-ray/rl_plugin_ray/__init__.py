@@ -53,7 +53,8 @@ def ray_collector(
 ) -> RayCollector:
     """The ``ray`` collector (``collector.name: ray``); the keyword options are the ``collector`` section's keys.
 
-    :param env: the run's vector env: its spaces, and its wrappers' statistics, kept equal to worker 0's.
+    :param env: the run's vector env: its spaces, and its wrappers' statistics, kept equal to those of the worker whose batch
+        came last (worker 0 in sync mode).
     :param policy: the policy; each worker acts with a copy, updated by :meth:`RayCollector.update_policy_weights_`.
     :param frames_per_batch: frames of every batch the trainer gets.
     :param device: where batches go.

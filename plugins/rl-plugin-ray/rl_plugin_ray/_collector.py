@@ -237,7 +237,7 @@ class RayCollector:
         )
         self.policy_lag = self.version - min(r[3] for r in results)
         if results[0][4]:
-            load_env_states(self.env, results[0][4])  # the trainer's env (evaluation, checkpoints) follows worker 0's
+            load_env_states(self.env, results[0][4])  # the trainer's env (evaluation, checkpoints): worker 0's, or the last to deliver
         return batch if self.device.type == "cpu" else batch.to(self.device)
 
     def update_policy_weights_(self, policy_weights: Any = None) -> None:
