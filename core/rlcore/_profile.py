@@ -6,16 +6,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_CORE = "rlcore.trainer"
-
 
 class Profiler:
     """Seconds spent in each part of the loop: collection, the loss, backward, the optimizer step, the
     checkpoints, handing values to the loggers, and every hook implementation of every plugin (the
     kernel's own included).
 
-    The kernel's default ``rl_optimizer`` runs backward and the optimizer step: they have rows of
-    their own and are taken out of its hook row, so that no second is counted twice.
+    Backward and the optimizer step have rows of their own (the kernel's default ``rl_optimizer``
+    times them, and so may any other, with :meth:`add` and :meth:`timed`): they are taken out of
+    the row of the ``rl_optimizer`` implementation that ran them, so that no second is counted twice.
     """
 
     def __init__(self) -> None:
@@ -41,8 +40,10 @@ class Profiler:
         """``(where, what, seconds)``, the largest first."""
         seconds = dict(self.hooks)
         inner = seconds.get(("rl-core", "backward"), 0.0) + seconds.get(("rl-core", "optimizer step"), 0.0)
-        if (_CORE, "rl_optimizer") in seconds:
-            seconds[(_CORE, "rl_optimizer")] = max(seconds[(_CORE, "rl_optimizer")] - inner, 0.0)
+        optimizers = [key for key in seconds if key[1] == "rl_optimizer"]
+        if optimizers and inner:
+            ran = max(optimizers, key=seconds.__getitem__)  # the implementation that ran them (others answered None)
+            seconds[ran] = max(seconds[ran] - inner, 0.0)
         return sorted(((where, what, s) for (where, what), s in seconds.items()), key=lambda row: -row[2])
 
     def per_batch(self) -> dict[str, float]:
