@@ -3,56 +3,14 @@ and the greedy policy that acts with it."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import torch
-import torch.nn.functional as F
 from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torch import nn
 
-ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "relu": torch.relu_,  # in place on a layer's fresh output: its backward needs only the result
-    "tanh": torch.tanh_,
-    "elu": F.elu,
-    "gelu": F.gelu,
-    "silu": F.silu,
-    "leaky_relu": F.leaky_relu,
-}
-
-
-class MLP(nn.Module):
-    """Affine layers ``h @ W + b`` (one ``torch.addmm`` each) with the activation between them, none after the last.
-
-    ReLU and tanh are applied in place to each layer's output (a new tensor, which the backward pass of
-    ``addmm`` does not need), saving a copy of every activation. Initialised as ``torch.nn.Linear`` is: weights and biases uniform in ``+-1/sqrt(fan_in)``.
-
-    :param sizes: widths from the input to the output, ``[4, 256, 256, 2]``.
-    :param activation: a name of :data:`ACTIVATIONS`.
-    """
-
-    def __init__(self, sizes: Sequence[int], activation: str = "relu") -> None:
-        super().__init__()
-        self.activation = ACTIVATIONS[activation]
-        self.out_dim = sizes[-1]
-        #: parameter names of each layer (plain attributes: iterating a ParameterList costs more than the layer)
-        self.layers = [(f"weight{i}", f"bias{i}") for i in range(len(sizes) - 1)]
-        for i, (weight, bias) in enumerate(self.layers):
-            bound = 1 / math.sqrt(sizes[i])
-            self.register_parameter(weight, nn.Parameter(torch.empty(sizes[i], sizes[i + 1]).uniform_(-bound, bound)))
-            self.register_parameter(bias, nn.Parameter(torch.empty(sizes[i + 1]).uniform_(-bound, bound)))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Outputs ``[B, out]`` of inputs ``[B, in]``."""
-        params: Mapping[str, Any] = self._parameters or self._buffers  # a target copy holds its weights as buffers
-        last = len(self.layers) - 1
-        for i, (weight, bias) in enumerate(self.layers):
-            x = torch.addmm(params[bias], x, params[weight])
-            if i < last:
-                x = self.activation(x)
-        return x
+from rl_plugin_nets import ACTIVATIONS, MLP
 
 
 class QNetwork(nn.Module):
@@ -64,7 +22,7 @@ class QNetwork(nn.Module):
     :param obs_dim: size of a (flattened) observation.
     :param num_actions: number of discrete actions.
     :param hidden_sizes: hidden layer widths.
-    :param activation: a name of :data:`ACTIVATIONS`.
+    :param activation: a name of ``rl_plugin_nets.ACTIVATIONS``.
     :param dueling: use the dueling head.
     """
 

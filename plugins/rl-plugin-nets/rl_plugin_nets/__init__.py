@@ -7,6 +7,8 @@
                                ``uint8`` stays ``uint8`` until it is on the network's device, scaled there
 :class:`NatureCNN`             the CNN of the Nature DQN paper (Mnih et al., 2015): 32-64-64, 512 features
 :class:`MLPEncoder`            flattened observations through an MLP
+:class:`MLP`, ``ACTIVATIONS``  a fast MLP for losses that take many small steps (DQN, SAC): one ``addmm``
+                               per layer, ReLU and tanh in place
 :func:`is_image_space`,        whether a space is an image, and its layout ``(channels, height, width,
 :func:`image_layout`           channels_last)``
 ``NATURE``, ``SMALL``          the CNN presets: Nature's, and MinAtar's one-layer network for small images
@@ -26,6 +28,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from ._cnn import CNN, NATURE, SMALL, NatureCNN
     from ._encoders import ENCODERS, MLPEncoder, encoder_for
+    from ._mlp import ACTIVATIONS, MLP
     from ._spaces import ImageLayout, image_layout, is_image_space
 
 _LAZY = {
@@ -35,13 +38,17 @@ _LAZY = {
     "NatureCNN": "._cnn",
     "ENCODERS": "._encoders",
     "MLPEncoder": "._encoders",
+    "MLP": "._mlp",
+    "ACTIVATIONS": "._mlp",
     "encoder_for": "._encoders",
     "ImageLayout": "._spaces",
     "image_layout": "._spaces",
     "is_image_space": "._spaces",
 }
 
-__all__ = ["CNN", "ENCODERS", "NATURE", "SMALL", "ImageLayout", "MLPEncoder", "NatureCNN", "encoder_for", "image_layout", "is_image_space"]
+__all__ = [
+    "ACTIVATIONS", "CNN", "ENCODERS", "MLP", "NATURE", "SMALL", "ImageLayout", "MLPEncoder", "NatureCNN", "encoder_for", "image_layout", "is_image_space",
+]  # fmt: skip
 
 
 __getattr__ = lazy_getattr(__name__, _LAZY)

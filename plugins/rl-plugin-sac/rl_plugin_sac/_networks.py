@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -12,14 +12,8 @@ from tensordict import TensorDictBase
 from tensordict.nn import InteractionType, TensorDictModuleBase, interaction_type
 from torch import nn
 
-ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "relu": torch.relu_,  # in place on a layer's fresh output (the backward of addmm/baddbmm does not need it)
-    "tanh": torch.tanh_,
-    "elu": F.elu,
-    "gelu": F.gelu,
-    "silu": F.silu,
-    "leaky_relu": F.leaky_relu,
-}
+from rl_plugin_nets import ACTIVATIONS, MLP
+
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _LOG_2 = math.log(2.0)
 
@@ -30,13 +24,13 @@ def _uniform(shape: Sequence[int], fan_in: int) -> nn.Parameter:
     return nn.Parameter(torch.empty(*shape).uniform_(-bound, bound))
 
 
-class Actor(nn.Module):
+class Actor(MLP):
     """``obs -> hidden_sizes -> (mean, log_std)`` per action dimension; actions are ``tanh(mean + std * noise)``.
 
     :param obs_dim: size of an observation.
     :param action_dim: size of an action.
     :param hidden_sizes: hidden layer widths.
-    :param activation: a name of :data:`ACTIVATIONS`.
+    :param activation: a name of ``rl_plugin_nets.ACTIVATIONS``.
     :param log_std_min: lower clamp of the log standard deviation.
     :param log_std_max: upper clamp of the log standard deviation.
     """
@@ -50,25 +44,12 @@ class Actor(nn.Module):
         log_std_min: float = -20.0,
         log_std_max: float = 2.0,
     ) -> None:
-        super().__init__()
-        sizes = [obs_dim, *hidden_sizes, 2 * action_dim]
-        self.layers = [(f"weight{i}", f"bias{i}") for i in range(len(sizes) - 1)]
-        for i, (weight, bias) in enumerate(self.layers):
-            self.register_parameter(weight, _uniform((sizes[i], sizes[i + 1]), sizes[i]))
-            self.register_parameter(bias, _uniform((sizes[i + 1],), sizes[i]))
-        self.activation = ACTIVATIONS[activation]
+        super().__init__([obs_dim, *hidden_sizes, 2 * action_dim], activation)
         self.log_std_min, self.log_std_max = log_std_min, log_std_max
 
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # type: ignore[override]
         """``(mean, log_std)``, each ``[B, action_dim]``, of observations ``[B, obs_dim]``."""
-        h = obs
-        params: Mapping[str, Any] = self._parameters
-        last = len(self.layers) - 1
-        for i, (weight, bias) in enumerate(self.layers):
-            h = torch.addmm(params[bias], h, params[weight])
-            if i < last:
-                h = self.activation(h)
-        mean, log_std = h.chunk(2, dim=-1)
+        mean, log_std = super().forward(obs).chunk(2, dim=-1)
         return mean, log_std.clamp(self.log_std_min, self.log_std_max)
 
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -93,7 +74,7 @@ class TwinQ(nn.Module):
     :param obs_dim: size of an observation.
     :param action_dim: size of an action.
     :param hidden_sizes: hidden layer widths of each critic.
-    :param activation: a name of :data:`ACTIVATIONS`.
+    :param activation: a name of ``rl_plugin_nets.ACTIVATIONS``.
     """
 
     def __init__(self, obs_dim: int, action_dim: int, hidden_sizes: Sequence[int], activation: str = "relu") -> None:
