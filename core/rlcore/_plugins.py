@@ -247,23 +247,26 @@ class PluginManager(pluggy.PluginManager):
         if kind not in self._registries:
             broken: list[tuple[str, str]] = []
             found = collect(getattr(self.hook, KINDS[kind]), kind, lambda plugin, message: broken.append((plugin, message)))
-            if broken:
-                for plugin, message in broken:
-                    self._leave_out(plugin, message)
+            if broken and any([self._leave_out(plugin, message) for plugin, message in broken]):
                 self._registries.clear()  # (what they registered in other kinds goes too)
                 return self.registry(kind)
             self._registries[kind] = found
         return self._registries[kind]
 
-    def _leave_out(self, plugin: str, message: str) -> None:
-        """A plugin whose registry hook failed takes no part: its hooks are unregistered, its status says why (warned once)."""
+    def _leave_out(self, plugin: str, message: str) -> bool:
+        """A plugin whose registry hook failed takes no part: its hooks are unregistered, its status says why (warned once).
+
+        :return: whether it was registered until now.
+        """
         info = self.infos.setdefault(plugin, PluginInfo(plugin, "", "", ""))
-        if self.has_plugin(plugin):
+        registered = self.has_plugin(plugin)
+        if registered:
             self.unregister(name=plugin)
         if info.ok:
             info.status = f"error: {message}"
             self._warned.add(plugin)
             warnings.warn(f"plugin {plugin!r} ({info.distribution or '?'}) is not used: {message}", stacklevel=4)
+        return registered
 
     def factory(self, kind: str, name: str, key: str | None = None) -> Any:
         """The factory registered under ``name``, or a one-line error naming what to install.
