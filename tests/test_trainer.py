@@ -356,6 +356,36 @@ def test_a_config_hook_object_named_like_the_plugin_that_provides_it(toy_pm, tmp
     assert calls == [64, 128, 192, 256] and toy_pm.infos["tally"].ok
 
 
+def test_the_env_is_closed_when_the_algorithm_fails_to_build(toy_pm, tmp_path):
+    from rlcore.builtins.gymnasium_envs import sync_vector_env
+
+    closed: list[bool] = []
+
+    def tracked(make_env, num_envs, **_):  # the builtin sync env, noting when it is closed
+        env = sync_vector_env(make_env, num_envs)
+        close = env.close
+        env.close = lambda **kwargs: (closed.append(True), close(**kwargs))[1]
+        return env
+
+    def fails(**_):
+        raise RuntimeError("the network does not fit")
+
+    class Provider:
+        @hookimpl
+        def rl_register_vectorizations(self):
+            return {"tracked": tracked}
+
+        @hookimpl
+        def rl_register_algorithms(self):
+            return [rlcore.Algorithm("fails", fails, defaults={"algo": {}})]
+
+    assert toy_pm.add_plugin(Provider(), "failing-build")
+    config = {"algo": {"name": "fails"}, "env": {"vectorization": "tracked"}, "loggers": {"csv": {}}}
+    with pytest.raises(RuntimeError, match="does not fit"):
+        rlcore.build_trainer(config, run_dir=tmp_path, plugin_manager=toy_pm)
+    assert closed == [True]  # (an async env's worker processes would have been left running)
+
+
 def test_same_seed_same_run(toy_pm, tmp_path):
     runs = []
     for name in ("a", "b"):

@@ -39,6 +39,15 @@ def test_atari_preprocessing_is_gymnasiums_on_each_env(ale) -> None:
     env.close()
 
 
+def test_atari_frame_skip_1_is_one_frame_a_step(ale) -> None:
+    env = make("ALE/Pong-v5", 1, {"atari": {"noop_max": 0, "frame_skip": 1}}, kwargs={"repeat_action_probability": 0.0})
+    env.reset(seed=1)
+    for _ in range(5):
+        env.step(np.array([0]))
+    assert env.envs[0].unwrapped.ale.getEpisodeFrameNumber() == 5  # ALE's own skip of 4 is off too (20 frames before)
+    env.close()
+
+
 def test_resize_and_grayscale_match_opencv(ale) -> None:
     import cv2
 
