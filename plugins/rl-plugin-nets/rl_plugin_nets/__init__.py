@@ -9,6 +9,7 @@
 :class:`MLPEncoder`            flattened observations through an MLP
 :class:`MLP`, ``ACTIVATIONS``  a fast MLP for losses that take many small steps (DQN, SAC): one ``addmm``
                                per layer, ReLU and tanh in place
+:func:`linear_parameter`       a weight or bias initialised as ``torch.nn.Linear``'s
 :func:`is_image_space`,        whether a space is an image, and its layout ``(channels, height, width,
 :func:`image_layout`           channels_last)``
 ``NATURE``, ``SMALL``          the CNN presets: Nature's, and MinAtar's one-layer network for small images
@@ -28,7 +29,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from ._cnn import CNN, NATURE, SMALL, NatureCNN
     from ._encoders import ENCODERS, MLPEncoder, encoder_for
-    from ._mlp import ACTIVATIONS, MLP
+    from ._mlp import ACTIVATIONS, MLP, linear_parameter
     from ._spaces import ImageLayout, image_layout, is_image_space
 
 _LAZY = {
@@ -40,6 +41,7 @@ _LAZY = {
     "MLPEncoder": "._encoders",
     "MLP": "._mlp",
     "ACTIVATIONS": "._mlp",
+    "linear_parameter": "._mlp",
     "encoder_for": "._encoders",
     "ImageLayout": "._spaces",
     "image_layout": "._spaces",
@@ -48,6 +50,7 @@ _LAZY = {
 
 __all__ = [
     "ACTIVATIONS", "CNN", "ENCODERS", "MLP", "NATURE", "SMALL", "ImageLayout", "MLPEncoder", "NatureCNN", "encoder_for", "image_layout", "is_image_space",
+    "linear_parameter",
 ]  # fmt: skip
 
 

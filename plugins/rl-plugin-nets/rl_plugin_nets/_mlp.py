@@ -21,6 +21,16 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 }
 
 
+def linear_parameter(shape: Sequence[int], fan_in: int) -> nn.Parameter:
+    """A weight or bias initialised as ``torch.nn.Linear``'s: uniform in ``+-1/sqrt(fan_in)``.
+
+    :param shape: its shape (``[in, out]``, ``[out]``, or batched, ``[2, in, out]`` for twin critics).
+    :param fan_in: the layer's input width.
+    """
+    bound = 1 / math.sqrt(fan_in)
+    return nn.Parameter(torch.empty(*shape).uniform_(-bound, bound))
+
+
 class MLP(nn.Module):
     """Affine layers ``h @ W + b`` (one ``torch.addmm`` each) with the activation between them, none after the last.
 
@@ -38,9 +48,8 @@ class MLP(nn.Module):
         #: parameter names of each layer (plain attributes: iterating a ParameterList costs more than the layer)
         self.layers = [(f"weight{i}", f"bias{i}") for i in range(len(sizes) - 1)]
         for i, (weight, bias) in enumerate(self.layers):
-            bound = 1 / math.sqrt(sizes[i])
-            self.register_parameter(weight, nn.Parameter(torch.empty(sizes[i], sizes[i + 1]).uniform_(-bound, bound)))
-            self.register_parameter(bias, nn.Parameter(torch.empty(sizes[i + 1]).uniform_(-bound, bound)))
+            self.register_parameter(weight, linear_parameter((sizes[i], sizes[i + 1]), sizes[i]))
+            self.register_parameter(bias, linear_parameter((sizes[i + 1],), sizes[i]))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Outputs ``[B, out]`` of inputs ``[B, in]``."""

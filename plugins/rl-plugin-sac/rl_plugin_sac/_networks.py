@@ -12,16 +12,10 @@ from tensordict import TensorDictBase
 from tensordict.nn import InteractionType, TensorDictModuleBase, interaction_type
 from torch import nn
 
-from rl_plugin_nets import ACTIVATIONS, MLP
+from rl_plugin_nets import ACTIVATIONS, MLP, linear_parameter
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _LOG_2 = math.log(2.0)
-
-
-def _uniform(shape: Sequence[int], fan_in: int) -> nn.Parameter:
-    """``torch.nn.Linear``'s initialisation: uniform in ``+-1/sqrt(fan_in)``."""
-    bound = 1 / math.sqrt(fan_in)
-    return nn.Parameter(torch.empty(*shape).uniform_(-bound, bound))
 
 
 class Actor(MLP):
@@ -82,8 +76,8 @@ class TwinQ(nn.Module):
         sizes = [obs_dim + action_dim, *hidden_sizes, 1]
         self.layers = [(f"weight{i}", f"bias{i}") for i in range(len(sizes) - 1)]
         for i, (weight, bias) in enumerate(self.layers):
-            self.register_parameter(weight, _uniform((2, sizes[i], sizes[i + 1]), sizes[i]))
-            self.register_parameter(bias, _uniform((2, 1, sizes[i + 1]), sizes[i]))
+            self.register_parameter(weight, linear_parameter((2, sizes[i], sizes[i + 1]), sizes[i]))
+            self.register_parameter(bias, linear_parameter((2, 1, sizes[i + 1]), sizes[i]))
         self.activation = ACTIVATIONS[activation]
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor, params: Mapping[str, Any] | None = None) -> torch.Tensor:
