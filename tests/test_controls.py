@@ -95,14 +95,24 @@ def test_a_histogram_reaches_tensorboard(tmp_path):
     assert events.Histograms("weights")[0].histogram_value.num == 6
 
 
-def test_correct_for_frame_skip_divides_every_frame_count():
+def test_correct_for_frame_skip_divides_the_counts_of_collected_steps(tmp_path):
     pytest.importorskip("rl_plugin_pg")
     config = rlcore.load_config(algo={"name": "ppo"}, overrides=["trainer.frame_skip=4", "trainer.total_frames=100000", "collector.frames_per_batch=256"])
     config["hooks"]["evaluation"] = {"record_frames": 1000}
     corrected = rlcore.correct_for_frame_skip(config)
-    assert corrected["trainer"]["total_frames"] == 25_000 and corrected["collector"]["frames_per_batch"] == 64
-    assert corrected["hooks"]["evaluation"]["record_frames"] == 250 and corrected["trainer"]["frame_skip"] == 4
-    assert config["trainer"]["total_frames"] == 100_000  # a copy
+    assert corrected["collector"]["frames_per_batch"] == 64 and corrected["hooks"]["evaluation"]["record_frames"] == 250
+    assert corrected["trainer"]["total_frames"] == 100_000 and corrected["trainer"]["frame_skip"] == 4  # the trainer's clock
+    assert config["collector"]["frames_per_batch"] == 256  # a copy
+    small = rlcore.load_config(
+        algo={"name": "ppo", "epochs": 1, "hidden_sizes": [8]},
+        env={"num_envs": 4},
+        collector={"frames_per_batch": 256},
+        trainer={"frame_skip": 4, "total_frames": 2048, "progress_bar": False},
+        loggers={"console": None},
+    )
+    trainer = rlcore.build_trainer(rlcore.correct_for_frame_skip(small), run_dir=tmp_path)
+    trainer.train()  # batches of 64 steps, 256 frames: total_frames frames in 8 batches
+    assert trainer.batches == 8 and trainer.collected_frames == 2048
 
 
 def test_get_stats_random_rollout_matches_a_hand_rollout():

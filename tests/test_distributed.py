@@ -120,3 +120,21 @@ def test_torchsnapshot_writes_one_snapshot_with_a_part_per_rank(straight: Path) 
     whole = checkpoint(straight / "runs" / "a", 192)  # the same run without a stop, written by the torch backend
     for key, value in whole["loss_module"].items():
         assert torch.equal(state["loss_module"][key], value), key
+
+
+def test_dqn_explores_on_the_frames_of_all_ranks(tmp_path: Path) -> None:
+    pytest.importorskip("rl_plugin_dqn")
+    config = {
+        **CONFIG,
+        "algo": {"name": "dqn", "hidden_sizes": [16], "eps_init": 1.0, "eps_end": 0.0, "eps_annealing_frames": 128, "init_random_frames": 64},
+        "trainer": {**CONFIG["trainer"], "total_frames": 256, "optim_steps_per_batch": 2},
+        "hooks": {"replay_buffer": {"capacity": 1000, "batch_size": 16}},
+    }
+    (tmp_path / "dqn.yaml").write_text(yaml.safe_dump(config))
+    torchrun("train", "dqn.yaml", "--out", "runs/dqn", cwd=tmp_path)
+    run = tmp_path / "runs" / "dqn"
+    with open(run / "metrics.csv", newline="") as handle:
+        epsilon = [(int(row["frames"]), float(row["value"])) for row in csv.DictReader(handle) if row["name"] == "train/epsilon"]
+    # epsilon anneals over 128 frames of both ranks (each rank steps 32 of every 64), not 128 of its own
+    assert epsilon == [(f, max(1 - f / 128, 0.0)) for f in range(BATCH, 257, BATCH)]
+    assert checkpoint(run, 256)["loss_module"]["policy._extra_state"] == {"frames": 256, "frames_per_step": 2}

@@ -459,16 +459,18 @@ def default_config(algo: str, env: str | None = None, plugin_manager: Any = None
     return load_config(plugin_manager=plugin_manager, **sections)
 
 
-#: Keys counted in env frames that :func:`correct_for_frame_skip` divides (TorchRL's list, by key name).
-FRAME_KEYS = ("frames_per_batch", "total_frames", "record_frames", "annealing_frames", "init_random_frames", "init_env_steps", "noops")
+#: Keys that count collected steps, which :func:`correct_for_frame_skip` divides (of TorchRL's list, by key name).
+FRAME_KEYS = ("frames_per_batch", "record_frames", "init_env_steps", "noops")
 
 
 def correct_for_frame_skip(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``config`` whose frame counts are divided by ``trainer.frame_skip`` (TorchRL's helper of the same name).
+    """A copy of ``config`` whose counts of collected steps are divided by ``trainer.frame_skip`` (TorchRL's helper of the same name).
 
-    Every key named in :data:`FRAME_KEYS`, in any section (``collector.frames_per_batch``,
-    ``trainer.total_frames``, a hook's ``record_frames``, an algorithm's ``init_random_frames``, ...),
-    becomes ``value // frame_skip``, so that numbers written in env frames count agent steps.
+    Every key named in :data:`FRAME_KEYS`, in any section (``collector.frames_per_batch``, a hook's
+    ``record_frames``, ...), becomes ``value // frame_skip``, so that numbers written in env frames
+    count steps. The counts on the trainer's clock, ``total_frames``, ``init_random_frames`` and the
+    exploration's ``*annealing_frames``, stay: rl-core's trainer counts every collected step as
+    ``frame_skip`` frames (TorchRL's collector counts steps, so its helper divides them too).
 
     :param config: a config with ``trainer.frame_skip``.
     """

@@ -14,16 +14,21 @@ from tensordict import TensorDict, TensorDictBase
 import rlcore
 
 
-def to_array(tensor: torch.Tensor) -> np.ndarray | torch.Tensor:
-    """A CPU tensor as a numpy array, which Ray moves without pickling it (a dtype numpy lacks stays a tensor)."""
+def to_array(tensor: Any) -> Any:
+    """A CPU tensor as a numpy array, which Ray moves without pickling it (a dtype numpy lacks stays a tensor).
+
+    Anything else (a module's extra state in a ``state_dict``) is sent as it is.
+    """
+    if not isinstance(tensor, torch.Tensor):
+        return tensor
     try:
         return tensor.detach().cpu().numpy()
     except TypeError:  # bfloat16 and the like
         return tensor.detach().cpu()
 
 
-def to_tensor(value: np.ndarray | torch.Tensor) -> torch.Tensor:
-    """The tensor :func:`to_array` sent (copied: Ray's arrays are read-only)."""
+def to_tensor(value: Any) -> Any:
+    """The tensor :func:`to_array` sent (copied: Ray's arrays are read-only), or what it sent as it was."""
     return torch.from_numpy(np.array(value)) if isinstance(value, np.ndarray) else value
 
 

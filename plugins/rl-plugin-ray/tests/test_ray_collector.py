@@ -154,6 +154,36 @@ def test_async_logs_lag_and_utd_and_a_killed_worker_is_replaced(ray_address: str
     assert trainer.collector.version == 1 + 8  # weights sent at the start, then once per batch (the hook's and the collector's push are one)
 
 
+def test_dqn_explores_on_the_trainers_clock(ray_address: str, tmp_path: Path) -> None:
+    """An off-policy algorithm on workers: its exploration wrapper's clock goes to them with the weights."""
+    pytest.importorskip("rl_plugin_dqn")
+    config = rlcore.load_config(
+        algo={"name": "dqn", "hidden_sizes": [16], "eps_init": 1.0, "eps_end": 0.0, "eps_annealing_frames": 128, "init_random_frames": 64},
+        env={"id": "CartPole-v1", "num_envs": 4},
+        collector={"name": "ray", "num_workers": 2, "frames_per_batch": 64, "num_cpus_per_worker": 0.5, "timeout": 120},
+        trainer={"total_frames": 384, "seed": 7, "progress_bar": False, "optim_steps_per_batch": 2},
+        hooks={"replay_buffer": {"capacity": 1000, "batch_size": 16}},
+        loggers={"console": None},
+    )
+    trainer = rlcore.build_trainer(config, run_dir=tmp_path / "run")
+    greedy: list[tuple[int, float]] = []
+
+    class Greedy:
+        @rlcore.hookimpl
+        def rl_batch_process(self, trainer: Any, batch: Any) -> None:
+            with torch.no_grad():  # the trainer's weights are those the batch was collected with (sync mode)
+                best = trainer.loss_module.qnet(batch["observation"].reshape(-1, 4)).argmax(-1)
+            greedy.append((trainer.collected_frames - 64, (best == batch["action"].reshape(-1)).float().mean().item()))
+
+    trainer.register_plugin(Greedy(), "greedy")
+    trainer.train()
+    logged = metrics(tmp_path / "run")
+    assert [v for _, v in logged["train/epsilon"]] == [max(1 - f / 128, 0.0) for f in range(64, 385, 64)]
+    # from frame 128 on epsilon is 0 on the workers too: each batch is the Q-network's greedy actions
+    assert [share for start, share in greedy if start >= 128] == [1.0] * 4
+    assert min(share for start, share in greedy if start < 128) < 0.9  # before, it explored
+
+
 def test_ctrl_c_checkpoints_and_exits_130(ray_address: str, tmp_path: Path) -> None:
     config = tmp_path / "ray.yaml"
     rlcore.save_config(make_config(10**8, address=ray_address, num_workers=1), config)  # joins the module's cluster: no start-up

@@ -3,8 +3,8 @@
 Each wrapper is a ``tensordict.nn`` module around a policy that acts deterministically (greedy
 Q-values, a deterministic actor) or samples by itself (SAC's actor). It explores only under
 ``InteractionType.RANDOM`` (the collector's); otherwise (``rlctl eval``, ``DETERMINISTIC``) it
-is the wrapped policy, unchanged. While exploring it counts the frames it acted on (part of
-its ``state_dict``, so checkpoints carry it), and:
+is the wrapped policy, unchanged. While exploring it keeps a clock of frames (part of its
+``state_dict``, so checkpoints and the weights sent to Ray workers carry it), and:
 
 - for the first ``init_random_frames`` frames, acts uniformly at random over the action space;
 - then applies its exploration to the wrapped policy's ``action``, with a coefficient annealed
@@ -19,6 +19,11 @@ its ``state_dict``, so checkpoints carry it), and:
 
   where ``scale`` is half the width of the action bounds. Random numbers come from torch's
   generator, whose state the trainer seeds and checkpoints.
+
+The clock counts the trainer's frames, as ``total_frames`` does: each step acted on adds
+``frames_per_step`` (``trainer.frame_skip`` times the torchrun ranks) per env, and the
+``replay_buffer`` hook sets it to ``trainer.collected_frames`` at every batch (:meth:`follow`),
+so a Ray worker's copy, which counts only its own steps, is set right with every weight update.
 """
 
 from __future__ import annotations
@@ -83,8 +88,10 @@ class _Exploration(TensorDictModuleBase):
             self.action_shape = tuple(action_space.shape)
         else:
             raise ValueError(f"exploration handles Discrete and Box action spaces, got {action_space}")
-        #: frames acted on while exploring (in the module's ``state_dict``: checkpoints carry it)
+        #: the clock: the trainer's frames so far (in the module's ``state_dict``)
         self.frames = 0
+        #: the trainer's frames one step of one env stands for
+        self.frames_per_step = 1
 
     def random_action(self, n: int, device: torch.device) -> torch.Tensor:
         """``n`` uniformly random actions."""
@@ -98,7 +105,7 @@ class _Exploration(TensorDictModuleBase):
             return self.policy(tensordict)
         frame = self.frames
         n = tensordict.numel()
-        self.frames += n
+        self.frames += n * self.frames_per_step
         if frame < self.init_random_frames:
             if self._action_only:
                 device = tensordict.get(self.in_keys[0]).device
@@ -111,20 +118,28 @@ class _Exploration(TensorDictModuleBase):
         return self.explore(self.policy(tensordict), frame)
 
     def explore(self, tensordict: TensorDictBase, frame: int) -> TensorDictBase:
-        """Change the policy's ``action`` at ``frame`` (the frames counted before this call)."""
+        """Change the policy's ``action`` at ``frame`` (the clock before this call)."""
         return tensordict
+
+    def follow(self, frames: int, frames_per_step: int = 1) -> None:
+        """Set the clock to the trainer's count.
+
+        :param frames: the trainer's frames so far (``trainer.collected_frames``).
+        :param frames_per_step: the trainer's frames one step of one env stands for.
+        """
+        self.frames, self.frames_per_step = int(frames), int(frames_per_step)
 
     def stats(self) -> dict[str, float]:
         """The current exploration coefficients, to log."""
         return {}
 
     def get_extra_state(self) -> dict[str, Any]:
-        """The frame count (and a subclass's state), for ``state_dict``."""
-        return {"frames": self.frames}
+        """The clock (and a subclass's state), for ``state_dict``."""
+        return {"frames": self.frames, "frames_per_step": self.frames_per_step}
 
     def set_extra_state(self, state: dict[str, Any]) -> None:
         """Restore :meth:`get_extra_state`."""
-        self.frames = int(state["frames"])
+        self.follow(state["frames"], state.get("frames_per_step", 1))
 
 
 class RandomWarmup(_Exploration):
@@ -276,7 +291,8 @@ class OrnsteinUhlenbeck(_Exploration):
 
     def set_extra_state(self, state: dict[str, Any]) -> None:
         super().set_extra_state(state)
-        self.noise = state["noise"]
+        if state["noise"] is not None:  # a copy that never acted (the trainer's, under Ray) has no process to give
+            self.noise = state["noise"]
 
     def stats(self) -> dict[str, float]:
         return {"train/sigma": self.schedule(self.frames)}

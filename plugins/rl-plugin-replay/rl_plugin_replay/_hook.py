@@ -10,6 +10,10 @@ At each hook point of the loop (TorchRL's):
 
 And, beyond TorchRL's hook:
 
+- ``batch_process``: the clock of every exploration wrapper in the loss module (the collection
+  policy's, see :mod:`rl_plugin_replay._exploration`) is set to the trainer's frames, so that
+  its warm-up and annealing count what ``total_frames`` counts: every torchrun rank, every Ray
+  worker, ``frame_skip``;
 - ``pre_optim_steps``: no optimisation step runs while fewer than ``init_random_frames`` frames
   are collected (the trainer's ``optim_steps_per_batch`` is 0 for those batches); ``beta`` is
   annealed towards ``beta_end`` over the run;
@@ -32,6 +36,7 @@ from tensordict import TensorDictBase, pad
 from rlcore import ConfigError, TrainerHookBase
 
 from ._buffer import ReplayBuffer
+from ._exploration import _Exploration
 from ._keys import PRIORITY_KEY
 from ._nstep import NStepReturns
 from ._samplers import PrioritizedSampler
@@ -97,6 +102,7 @@ class ReplayBufferTrainer(TrainerHookBase):
         self._beta_start: float | None = None
         self._steps_in_batch = 0
         self._refill = 0  # items the buffer must hold again before learning (after resuming without it)
+        self._explorers: list[_Exploration] = []
 
     # ------------------------------------------------------------------ TorchRL's ops
     def extend(self, batch: TensorDictBase) -> None:
@@ -129,6 +135,12 @@ class ReplayBufferTrainer(TrainerHookBase):
         self.replay_buffer.update_tensordict_priority(batch, self.priority_key)
 
     # ------------------------------------------------------------------ the loop around them
+    def pace_exploration(self, batch: TensorDictBase) -> None:
+        """Set the exploration wrappers' clocks to the trainer's frames (``batch_process``)."""
+        trainer = self._trainer
+        for explorer in self._explorers:  # a step of one local env: frame_skip x torchrun ranks
+            explorer.follow(trainer.collected_frames, max(trainer.batch_frames // max(batch.numel(), 1), 1))
+
     def gate(self) -> None:
         """Skip the batch's optimisation steps before ``init_random_frames`` (``pre_optim_steps``); anneal ``beta``."""
         trainer = self._trainer
@@ -176,6 +188,8 @@ class ReplayBufferTrainer(TrainerHookBase):
             if self.gamma is None:
                 raise ConfigError(f"hooks.{name}.gamma: n_step={self.n_step} needs a discount, and the loss module has no gamma")
             self.nstep = NStepReturns(self.n_step, float(self.gamma))
+        self._explorers = [module for module in loss.modules() if isinstance(module, _Exploration)]
+        trainer.register_op("batch_process", self.pace_exploration)
         trainer.register_op("batch_process", self.extend)
         trainer.register_op("pre_optim_steps", self.gate)
         trainer.register_op("process_optim_batch", self.sample)

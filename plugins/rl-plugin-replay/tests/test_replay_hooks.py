@@ -99,7 +99,7 @@ class Checks:
         self.steps_per_batch.append((trainer.collected_frames, trainer.optim_steps - self._steps_before))
 
 
-def make_trainer(tmp_path, frames: int = 256, **hook_options):
+def make_trainer(tmp_path, frames: int = 256, frame_skip: int = 1, **hook_options):
     env = rlcore.make_vector_env("CartPole-v1", 2)
     torch.manual_seed(0)
     loss = TinyQ(env)
@@ -108,6 +108,7 @@ def make_trainer(tmp_path, frames: int = 256, **hook_options):
         loss_module=loss,
         optimizer=torch.optim.Adam(loss.parameters(), lr=1e-2),
         total_frames=frames,
+        frame_skip=frame_skip,
         optim_steps_per_batch=STEPS,
         seed=0,
         progress_bar=False,
@@ -183,3 +184,20 @@ def test_beta_anneals_from_its_start_across_a_resume(tmp_path):
 def test_n_step_trajectories_that_would_change_shape_are_refused(tmp_path):
     with pytest.raises(rlcore.ConfigError, match="flatten_tensordicts: n_step=3"):
         make_trainer(tmp_path, flatten_tensordicts=False, n_step=3, gamma=0.9)
+
+
+def test_exploration_counts_the_trainers_frames(tmp_path):
+    trainer, _, loss = make_trainer(tmp_path, frames=256, frame_skip=2)  # a collected step stands for 2 frames
+    seen = []
+
+    class Clock:
+        @rlcore.hookimpl(trylast=True)
+        def rl_pre_steps_log(self, trainer) -> None:
+            seen.append((trainer.collected_frames, loss.policy.frames, loss.policy.epsilon))
+
+    trainer.register_plugin(Clock(), "clock")
+    trainer.train()
+    # the warm-up and the annealing (over 100 frames) count what total_frames counts, not the policy's own steps
+    assert seen == [(f, f, loss.policy.schedule(f)) for f in range(64, 257, 64)]
+    assert loss.policy.frames_per_step == 2
+    assert seen[0][2] == pytest.approx(1.0 - 0.95 * 64 / 100)  # eps_init 1, eps_end 0.05
