@@ -11,7 +11,10 @@ within ``t .. t + n - 1`` (``m = n`` when the episode goes on)::
 so a loss's target ``reward + gamma**m * (1 - terminated) * V(next observation)`` is the n-step
 return, cut at termination and bootstrapped at truncation. The last ``n - 1`` steps of each env
 have no ``n`` steps after them yet: they are held back and come out with the next batch, so
-each step becomes exactly one transition, ``n - 1`` steps late.
+each step becomes exactly one transition, ``n - 1`` steps late. When an env's next batch does
+not start from the held-back steps' last next observation (its episode was not ended there,
+and yet the env starts afresh: a resumed run whose envs could not be saved), the held-back
+steps end there, as at a truncation.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ class NStepReturns:
             return batch
         if batch.batch_dims != 2:
             raise ValueError(f"n-step returns need batches [envs, time], got batch size {list(batch.batch_size)}")
-        steps = batch if self._tail is None else cast(TensorDictBase, torch.cat([self._tail.to(batch.device), batch], dim=1))
+        steps = batch if self._tail is None else cast(TensorDictBase, torch.cat([self._cut(self._tail.to(batch.device), batch), batch], dim=1))
         n, length = self.n, steps.shape[1]
         self._tail = steps[:, max(length - (n - 1), 0) :].clone()
         width = length - n + 1  # starts with n steps ahead of them
@@ -72,6 +75,24 @@ class NStepReturns:
         out.set(("next", "reward"), n_reward.unsqueeze(-1).to(reward.dtype))
         out.set(STEPS_KEY, m.unsqueeze(-1))
         return out
+
+    @staticmethod
+    def _cut(tail: TensorDictBase, batch: TensorDictBase) -> TensorDictBase:
+        """``tail``, truncated at its last step in the envs whose ``batch`` does not continue from it."""
+        first = batch.get("observation", None)
+        if not tail.shape[1] or not isinstance(first, torch.Tensor):
+            return tail
+        last = tail[:, -1]
+        done = last.get(("next", "done")).reshape(-1)
+        moved = (last.get(("next", "observation")) != first[:, 0]).reshape(len(done), -1).any(1)
+        broken = moved & ~done
+        if not broken.any():
+            return tail
+        for key in ("done", "truncated"):
+            if ("next", key) in tail.keys(True):
+                flags = tail.get(("next", key))
+                flags[:, -1] |= broken.reshape(flags[:, -1].shape)
+        return tail
 
     def state_dict(self) -> dict[str, Any]:
         """The held-back steps."""

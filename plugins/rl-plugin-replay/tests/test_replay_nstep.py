@@ -9,7 +9,8 @@ from rl_plugin_replay import STEPS_KEY, NStepReturns
 
 
 def episode_batch(rewards, terminated, truncated):
-    """One env's steps ``[1, T]``: observation t is ``t``, its next observation ``t + 0.5`` (distinct from the next step's)."""
+    """One env's steps ``[1, T]``: observation t is ``t``; its next observation ``t + 1``, or ``t + 0.5`` when the episode ends
+    (the final observation, distinct from the next episode's first)."""
     t = len(rewards)
     obs = torch.arange(t, dtype=torch.float32).reshape(1, t, 1)
     term = torch.tensor(terminated, dtype=torch.bool).reshape(1, t, 1)
@@ -19,7 +20,7 @@ def episode_batch(rewards, terminated, truncated):
             "observation": obs,
             "action": torch.zeros(1, t, dtype=torch.int64),
             "next": {
-                "observation": obs + 0.5,
+                "observation": torch.where(term | trunc, obs + 0.5, obs + 1),
                 "reward": torch.tensor(rewards, dtype=torch.float32).reshape(1, t, 1),
                 "terminated": term,
                 "truncated": trunc,
@@ -93,3 +94,23 @@ def test_bootstrap_target_by_hand():
     # n-step, m = 1, 3, 2 steps to the next observation: r + 0.5**m * (1 - terminated) * 10
     sample.set(STEPS_KEY, torch.tensor([[1], [3], [2]]))
     assert bootstrap_target(sample, 0.5, next_value).flatten().tolist() == [6.0, 2.0, 5.5]
+
+
+def test_held_back_steps_end_where_the_next_batch_starts_afresh():
+    g = 0.5
+    nstep = NStepReturns(3, g)
+    nstep(episode_batch([1, 2, 4, 8], [0, 0, 0, 0], [0, 0, 0, 0]))  # steps 2 and 3 held back; 3's next observation is 4
+    state = nstep.state_dict()
+    fresh = episode_batch([16, 32, 64], [0, 0, 0], [0, 0, 0])  # a resumed run's env started over: observation 0, not 4
+    out = NStepReturns(3, g)
+    out.load_state_dict(state)
+    cut = out(fresh)
+    # the held-back steps end at step 3, as at a truncation: bootstrapped from its next observation, no reward of the new episode
+    assert cut["next", "reward"].flatten().tolist()[:2] == [4 + g * 8, 8]
+    assert cut[STEPS_KEY].flatten().tolist()[:2] == [2, 1]
+    assert cut["next", "observation"].flatten().tolist()[:2] == [4.0, 4.0]
+    assert cut["next", "terminated"].flatten().tolist()[:2] == [False, False]
+    going_on = episode_batch([1, 2, 4, 8, 16, 32, 64], [0] * 7, [0] * 7)  # the same steps when the episode goes on
+    nstep_on = NStepReturns(3, g)
+    nstep_on(going_on[:, :4])
+    assert nstep_on(going_on[:, 4:])["next", "reward"].flatten().tolist()[:2] == [4 + g * 8 + g * g * 16, 8 + g * 16 + g * g * 32]
