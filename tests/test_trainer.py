@@ -285,11 +285,14 @@ class FailingLogger(rlcore.Logger):
 
 def test_failing_logger_is_reported_once_and_dropped(toy_pm, tmp_path):
     trainer = make_trainer(toy_pm, tmp_path)
-    trainer.loggers.append(trainer.guard(FailingLogger("x", tmp_path)))
+    failing = trainer.guard(FailingLogger("x", tmp_path))
+    trainer.loggers.append(failing)
     with pytest.warns(UserWarning) as caught:
         trainer.train()
     dropped = [str(w.message) for w in caught if "dropped" in str(w.message)]
     assert dropped == ["logger FailingLogger failed: OSError: disk full; it is dropped and the run goes on"]
+    failing._thread.join(5)
+    assert not failing._thread.is_alive()  # its worker ended with it
     assert [r["frames"] for r in metrics(tmp_path) if r["name"] == "loss/objective"] == ["64", "128", "192", "256"]
 
 
@@ -311,12 +314,15 @@ def test_a_logger_that_stops_answering_is_dropped_at_its_deadline(toy_pm, tmp_pa
     config = {"algo": {"name": "toy"}, "trainer": {"seed": 1, "logger_timeout": 0.5, "save_trainer_interval": 64}, "loggers": {"csv": {}}}
     trainer = rlcore.build_trainer(config, run_dir=tmp_path, plugin_manager=toy_pm)
     hanging = HangingLogger("x", tmp_path)
-    trainer.loggers.append(trainer.guard(hanging))
+    guard = trainer.guard(hanging)
+    trainer.loggers.append(guard)
     start = time.monotonic()
     with pytest.warns(UserWarning, match=r"logger HangingLogger did not answer within 0.5 s; it is dropped and the run goes on"):
         trainer.train()
-    hanging.release.set()
     assert time.monotonic() - start < 10  # the run waited once, for the deadline, not for the backend
+    hanging.release.set()
+    guard._thread.join(5)
+    assert not guard._thread.is_alive() and hanging.writes == 2  # once free, its worker ended, running none of the calls queued since
     assert trainer.collected_frames == 256 and all(getattr(one, "logger", None) is not hanging for one in trainer.loggers)
     assert [r["frames"] for r in metrics(tmp_path) if r["name"] == "loss/objective"] == ["64", "128", "192", "256"]
 

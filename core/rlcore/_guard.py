@@ -41,6 +41,7 @@ class GuardedLogger(Logger):
         self._busy_since: float | None = None
         self._error: BaseException | None = None
         self._late = False  # a wait() ran past the deadline: calls were left unwritten
+        self._abandoned = False  # dropped: the worker runs nothing more and ends
         self._thread = threading.Thread(target=self._work, name=f"rlcore-logger-{name}", daemon=True)
         self._thread.start()
         if not isinstance(logger, Logger):
@@ -53,7 +54,7 @@ class GuardedLogger(Logger):
     def _work(self) -> None:
         while True:
             call, done = self._calls.get()
-            if call is _STOP:
+            if call is _STOP or self._abandoned:
                 return
             if self._error is None:
                 self._busy_since = time.monotonic()
@@ -88,6 +89,11 @@ class GuardedLogger(Logger):
         if self._late:  # each call in time, but together past the deadline
             return f"did not write what it was given within {self.timeout:g} s"
         return None
+
+    def abandon(self) -> None:
+        """Give the logger up (it was dropped): its worker runs none of the queued calls and ends once its current one returns."""
+        self._abandoned = True
+        self._calls.put((_STOP, None))
 
     def __getattr__(self, name: str) -> Any:
         logger = self.__dict__.get("logger")

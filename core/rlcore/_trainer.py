@@ -429,6 +429,8 @@ class Trainer:
         """Report a logger that failed or missed its deadline, once, and log nothing more to it."""
         if logger in self.loggers:
             self.loggers.remove(logger)
+            if isinstance(logger, GuardedLogger):
+                logger.abandon()
             name = logger.name if isinstance(logger, GuardedLogger) else type(logger).__name__
             warnings.warn(f"logger {name} {problem}; it is dropped and the run goes on", stacklevel=3)
 
