@@ -15,6 +15,9 @@ from . import DQNOptions
 from ._loss import DQNLoss
 from ._networks import QNetwork
 
+#: the ``algo`` keys that shape the Q-network, not the loss
+NETWORK_KEYS = ("hidden_sizes", "activation", "dueling", "encoder", "cnn_channels", "cnn_kernels", "cnn_strides", "cnn_features")
+
 
 def parse_options(config: Mapping[str, Any]) -> DQNOptions:
     """Check an ``algo`` section against :class:`DQNOptions` and fill in the defaults.
@@ -33,7 +36,11 @@ def build_loss(config: Mapping[str, Any], observation_space: Any, action_space: 
         raise ConfigError(f"algo.name: dqn needs a Discrete action space, the env has {action_space}")
     if not isinstance(observation_space, spaces.Box):
         raise ConfigError(f"algo.name: dqn needs a Box observation space, the env has {type(observation_space).__name__}")
-    qnet = QNetwork(int(np.prod(observation_space.shape)), int(action_space.n), opts.hidden_sizes, opts.activation, opts.dueling)
-    kwargs = {f.name: getattr(opts, f.name) for f in fields(opts) if f.name not in ("hidden_sizes", "activation", "dueling")}
+    from rl_plugin_nets import image_encoder
+
+    cnn = {key: getattr(opts, key) for key in NETWORK_KEYS if key.startswith("cnn_")}
+    encoder = image_encoder(observation_space, opts.encoder, **cnn)
+    qnet = QNetwork(int(np.prod(observation_space.shape)), int(action_space.n), opts.hidden_sizes, opts.activation, opts.dueling, encoder)
+    kwargs = {f.name: getattr(opts, f.name) for f in fields(opts) if f.name not in NETWORK_KEYS}
     kwargs["init_random_frames"] = kwargs["init_random_frames"] or 0
     return DQNLoss(qnet, action_space, **kwargs).to(device)

@@ -17,22 +17,34 @@ class QNetwork(nn.Module):
     """``Q(s, .)``: one value per action.
 
     Plain: an MLP ``obs -> hidden_sizes -> actions``. Dueling: a trunk ``obs -> hidden_sizes``
-    (activated) with two linear heads, ``Q(s, a) = V(s) + A(s, a) - mean_a' A(s, a')``.
+    (activated) with two linear heads, ``Q(s, a) = V(s) + A(s, a) - mean_a' A(s, a')``. With an
+    ``encoder`` (a CNN), the encoder is the trunk and the heads are linear on its features: the
+    Nature DQN, or its dueling variant.
 
     :param obs_dim: size of a (flattened) observation.
     :param num_actions: number of discrete actions.
-    :param hidden_sizes: hidden layer widths.
+    :param hidden_sizes: hidden layer widths (without an encoder).
     :param activation: a name of ``rl_plugin_nets.ACTIVATIONS``.
     :param dueling: use the dueling head.
+    :param encoder: a module ``[B, *obs_shape] -> [B, encoder.out_dim]`` (activated features) instead of the MLP trunk.
     """
 
     def __init__(
-        self, obs_dim: int, num_actions: int, hidden_sizes: Sequence[int], activation: str = "relu", dueling: bool = False
+        self,
+        obs_dim: int,
+        num_actions: int,
+        hidden_sizes: Sequence[int],
+        activation: str = "relu",
+        dueling: bool = False,
+        encoder: nn.Module | None = None,
     ) -> None:
         super().__init__()
         self.dueling = dueling
         self.num_actions = num_actions
-        if dueling:
+        self.encoder = encoder
+        if encoder is not None:
+            self.heads = MLP([int(encoder.out_dim), 1 + num_actions if dueling else num_actions])
+        elif dueling:
             self.trunk = MLP([obs_dim, *hidden_sizes], activation)
             self.activation = ACTIVATIONS[activation]
             width = hidden_sizes[-1] if hidden_sizes else obs_dim
@@ -42,14 +54,20 @@ class QNetwork(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """Q-values ``[B, num_actions]`` of observations ``[B, *obs_shape]``."""
-        if obs.dim() != 2 or obs.dtype != torch.float32:
-            obs = obs.reshape(obs.shape[0], -1).float()
+        if self.encoder is not None:
+            features = self.encoder(obs)  # activated
+        else:
+            if obs.dim() != 2 or obs.dtype != torch.float32:
+                obs = obs.reshape(obs.shape[0], -1).float()
+            if not self.dueling:
+                return self.net.forward(obs)
+            features = self.trunk.forward(obs)
+            if self.trunk.layers:
+                features = self.activation(features)
+        out = self.heads.forward(features)
         if not self.dueling:
-            return self.net.forward(obs)
-        features = self.trunk.forward(obs)
-        if self.trunk.layers:
-            features = self.activation(features)
-        value, advantage = self.heads.forward(features).split([1, self.num_actions], dim=-1)
+            return out
+        value, advantage = out.split([1, self.num_actions], dim=-1)
         return value + advantage - advantage.mean(-1, keepdim=True)
 
 

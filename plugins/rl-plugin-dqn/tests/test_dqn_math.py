@@ -94,3 +94,30 @@ def test_evaluation_is_greedy_and_collection_explores():
         assert (loss.policy(obs.clone())["action"] == 1).all()
     with set_interaction_type(InteractionType.RANDOM):
         assert 0.4 < (loss.policy(obs.clone())["action"] == 1).float().mean() < 0.6  # epsilon = 1: uniform
+
+
+def test_image_observations_get_the_nature_dqn_and_vectors_the_mlp():
+    import numpy as np
+
+    import rlcore
+    from rl_plugin_nets import CNN
+
+    pong = gymnasium.spaces.Box(0, 255, (4, 84, 84), np.uint8)  # Atari preprocessing and a stack of 4
+    loss = rl_plugin_dqn.build_dqn({}, pong, gymnasium.spaces.Discrete(6))
+    qnet = loss.qnet
+    assert isinstance(qnet.encoder, CNN) and [m.out_channels for m in qnet.encoder.net if hasattr(m, "out_channels")] == [32, 64, 64]
+    assert qnet.heads.weight0.shape == (512, 6)  # a linear head on the 512 features: the Nature DQN
+    convolutions = (4 * 8 * 8 + 1) * 32 + (32 * 4 * 4 + 1) * 64 + (64 * 3 * 3 + 1) * 64
+    assert sum(p.numel() for p in qnet.parameters()) == convolutions + (64 * 7 * 7 + 1) * 512 + (512 + 1) * 6  # the paper's network
+    frames = torch.randint(0, 256, (3, 4, 84, 84), dtype=torch.uint8)
+    q = qnet(frames)  # uint8 in: scaled inside the CNN
+    assert q.shape == (3, 6) and torch.allclose(loss.target_qnet(frames), q)  # the target starts as a copy
+    minatar = gymnasium.spaces.Box(0, 1, (10, 10, 4), bool)
+    dueling = rl_plugin_dqn.build_dqn({"dueling": True, "cnn_channels": [8], "cnn_features": 32}, minatar, gymnasium.spaces.Discrete(3))
+    assert dueling.qnet.encoder.net[0].out_channels == 8 and dueling.qnet.heads.weight0.shape == (32, 1 + 3)
+    assert dueling.qnet(torch.zeros(2, 10, 10, 4, dtype=torch.bool)).shape == (2, 3)
+    assert rl_plugin_dqn.build_dqn({}, SPACE, ACTIONS).qnet.encoder is None
+    flat = rl_plugin_dqn.build_dqn({"encoder": "mlp", "hidden_sizes": [8]}, minatar, gymnasium.spaces.Discrete(3))
+    assert flat.qnet.encoder is None and flat.qnet.net.weight0.shape == (400, 8)
+    with pytest.raises(rlcore.ConfigError, match="algo.encoder: a CNN needs an image observation space"):
+        rl_plugin_dqn.build_dqn({"encoder": "cnn"}, SPACE, ACTIONS)

@@ -94,3 +94,14 @@ def test_evaluation_is_deterministic(tmp_path):
     env = trainer.make_env(num_envs=1)
     runs = [rlcore.evaluate(trainer.loss_module.policy, env, episodes=3, seed=7)["returns"] for _ in range(2)]
     assert runs[0] == runs[1]
+
+
+def test_minatar_images_train_the_cnn_and_the_buffer_keeps_them_small(tmp_path):
+    pytest.importorskip("minatar")
+    trainer = train(tmp_path, 512, "env.id=MinAtar/Breakout-v1")
+    loss = trainer.loss_module
+    assert type(loss.qnet.encoder).__name__ == "CNN"
+    initial = train(tmp_path / "none", 256, "env.id=MinAtar/Breakout-v1").loss_module  # before any update (init_random_frames)
+    assert any(not torch.equal(a, b) for a, b in zip(loss.qnet.encoder.parameters(), initial.qnet.encoder.parameters()))
+    stored = trainer._modules["replay_buffer"].replay_buffer.storage.column("observation")
+    assert stored.dtype == torch.bool and stored.shape[1:] == (10, 10, 4)  # frames as the env gives them, scaled in the CNN

@@ -114,4 +114,38 @@ def encoder_for(
     )
 
 
-__all__ = ["ENCODERS", "MLPEncoder", "encoder_for"]
+def image_encoder(
+    observation_space: Any,
+    encoder: str = "auto",
+    *,
+    cnn_channels: Sequence[int] | None = None,
+    cnn_kernels: Sequence[int] | None = None,
+    cnn_strides: Sequence[int] | None = None,
+    cnn_features: int | None = None,
+) -> CNN | None:
+    """The CNN an algorithm puts before its heads, from its ``algo`` keys ``encoder`` and ``cnn_*``; ``None`` where it keeps its MLPs.
+
+    ``auto`` gives a CNN for image spaces (:func:`is_image_space`), ``cnn`` a CNN for any image-shaped
+    box, ``mlp`` none. The ``cnn_*`` keys are :func:`encoder_for`'s.
+
+    :param observation_space: the single env's observation space.
+    :param encoder: ``auto``, ``mlp`` or ``cnn``.
+    :raises rlcore.ConfigError: ``algo.encoder: ...`` for an unknown kind, or when no CNN fits the space.
+    """
+    from rlcore import ConfigError
+
+    if encoder not in ENCODERS:
+        raise ConfigError(f"algo.encoder: unknown value {encoder!r} (valid choices: {', '.join(ENCODERS)})")
+    if encoder == "mlp" or (encoder == "auto" and not is_image_space(observation_space)):
+        return None
+    try:
+        cnn = encoder_for(
+            observation_space, "cnn", cnn_channels=cnn_channels, cnn_kernels=cnn_kernels, cnn_strides=cnn_strides, cnn_features=cnn_features
+        )
+    except ValueError as err:
+        raise ConfigError(f"algo.encoder: {err}") from None
+    assert isinstance(cnn, CNN)
+    return cnn
+
+
+__all__ = ["ENCODERS", "MLPEncoder", "encoder_for", "image_encoder"]

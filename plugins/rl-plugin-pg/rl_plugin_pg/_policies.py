@@ -262,17 +262,11 @@ def make_actor_critic(
 
     if not isinstance(observation_space, spaces.Box):
         raise ValueError(f"the pg policies need a Box observation space, got {type(observation_space).__name__}")
-    if encoder != "mlp":
-        from rl_plugin_nets import encoder_for, is_image_space
+    from rl_plugin_nets import image_encoder
 
-        if encoder == "cnn" or is_image_space(observation_space):
-            cnn = dict(cnn_channels=cnn_channels, cnn_kernels=cnn_kernels, cnn_strides=cnn_strides, cnn_features=cnn_features)
-            try:
-                options["encoder"] = encoder_for(observation_space, "cnn", **cnn)
-            except ValueError as err:
-                from rlcore import ConfigError
-
-                raise ConfigError(f"algo.encoder: {err}") from None
+    cnn = image_encoder(observation_space, encoder, cnn_channels=cnn_channels, cnn_kernels=cnn_kernels, cnn_strides=cnn_strides, cnn_features=cnn_features)
+    if cnn is not None:
+        options["encoder"] = cnn
     obs_shape = observation_space.shape
     if isinstance(action_space, spaces.Discrete):
         return ActorCritic(obs_shape, int(action_space.n), discrete=True, **options)
