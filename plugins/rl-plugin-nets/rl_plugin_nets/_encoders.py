@@ -12,18 +12,26 @@ import torch
 from torch import nn
 
 from ._cnn import CNN, NATURE, NATURE_MIN_SIDE, SMALL
+from ._mlp import ACTIVATIONS
 from ._spaces import image_layout, is_image_space
 
 #: the choices of ``kind``
 ENCODERS = ("auto", "mlp", "cnn")
-_ACTIVATIONS: dict[str, type[nn.Module]] = {
-    "tanh": nn.Tanh,
-    "relu": nn.ReLU,
-    "elu": nn.ELU,
-    "gelu": nn.GELU,
-    "silu": nn.SiLU,
-    "leaky_relu": nn.LeakyReLU,
-}
+
+
+class _Activation(nn.Module):
+    """An activation of :data:`ACTIVATIONS` as a module (applied in place where it may be, after a linear layer)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.function = ACTIVATIONS[name]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.function(x)
+
+    def extra_repr(self) -> str:
+        return self.name
 
 
 class MLPEncoder(nn.Module):
@@ -40,8 +48,8 @@ class MLPEncoder(nn.Module):
 
     def __init__(self, obs_shape: Sequence[int], hidden_sizes: Sequence[int] = (64, 64), activation: str = "tanh", *, dtype: Any = "float32") -> None:
         super().__init__()
-        if activation not in _ACTIVATIONS:
-            raise ValueError(f"unknown activation {activation!r}; valid choices: {', '.join(_ACTIVATIONS)}")
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {activation!r}; valid choices: {', '.join(ACTIVATIONS)}")
         self.obs_shape = tuple(obs_shape)
         self.scale = 255.0 if np.dtype(dtype) == np.uint8 else 1.0
         sizes = [math.prod(self.obs_shape), *hidden_sizes]
@@ -50,7 +58,7 @@ class MLPEncoder(nn.Module):
             linear = nn.Linear(n_in, n_out)
             nn.init.orthogonal_(linear.weight, 2**0.5)
             nn.init.zeros_(linear.bias)
-            layers += [linear, _ACTIVATIONS[activation]()]
+            layers += [linear, _Activation(activation)]
         self.net = nn.Sequential(*layers)
         self.out_dim = sizes[-1]
 
