@@ -1,12 +1,13 @@
-"""Learning benchmark of the envs people study: PPO with the CNN on MinAtar, PPO on MuJoCo.
+"""Learning benchmark of the envs people study: PPO and DQN with the CNN on MinAtar, PPO on MuJoCo.
 
-Each case trains several seeds with rl-plugin-pg's PPO (the overrides listed in ``CASES``; the
-CNN of rl-plugin-nets is chosen for MinAtar's image observations by ``algo.encoder: auto``) and
+Each case trains several seeds of an algorithm (the overrides listed in ``CASES``; the CNN of
+rl-plugin-nets is chosen for MinAtar's image observations by ``algo.encoder: auto``) and
 reports, per seed, the mean return of the last 20 training episodes, the mean return of a
 10-episode deterministic evaluation, and whether the seed passes the case's bar:
 
 - ``ppo:MinAtar/Breakout-v1``: the final training return is at least 5x a uniformly random
   policy's mean return (measured here, 200 episodes, same env); 3 of 3 seeds.
+- ``dqn:MinAtar/Breakout-v1``: the same bar, at 300k frames; 3 of 3 seeds.
 - ``ppo:HalfCheetah-v5``: the final training return is at least 1500; 3 of 5 seeds.
 
     python benchmarks/envs_learning.py                                 # every case, its seeds
@@ -31,7 +32,7 @@ from pg_learning import deterministic_eval, run_jobs, train_case
 
 @dataclass(frozen=True)
 class Case:
-    """One row group of the table: PPO on an env, and its bar."""
+    """One row group of the table: an algorithm on an env, and its bar."""
 
     algo: str
     env: str
@@ -61,6 +62,18 @@ CASES = [
             "algo.entropy_coef=0.01",
             "algo.schedule.clip_range=null",
             "optim.lr=1e-3",
+        ),
+    ),
+    Case(
+        "dqn",
+        "MinAtar/Breakout-v1",
+        300_000,
+        3,
+        (0, 1, 2),
+        overrides=(  # `rlctl config show dqn` with MinAtar's longer exploration (Young and Tian, 2019: 100k frames)
+            "algo.eps_annealing_frames=100000",
+            "algo.eps_end=0.01",
+            "algo.init_random_frames=5000",
         ),
     ),
     Case(
@@ -121,7 +134,7 @@ def run_one(case: Case, seed: int, frames: int | None, extra: tuple[str, ...]) -
         "eval": deterministic_eval(trainer),
         "seconds": seconds,
         "parameters": sum(p.numel() for p in trainer.loss_module.parameters()),
-        "encoder": "MLP" if (encoder := getattr(trainer.loss_module.policy, "encoder", None)) is None else type(encoder).__name__,
+        "encoder": next((type(m).__name__ for m in trainer.loss_module.modules() if type(m).__name__ == "CNN"), "MLP"),
     }
 
 
@@ -149,9 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     for case in cases:
         if case.threshold is None:
             random_return = random_policy_return(case.env)
-            bars[case.env] = (case.random_factor * random_return, f"{case.random_factor:g} x random ({random_return:.3f})")
+            bars[case.algo, case.env] = (case.random_factor * random_return, f"{case.random_factor:g} x random ({random_return:.3f})")
         else:
-            bars[case.env] = (case.threshold, f"{case.threshold:g}")
+            bars[case.algo, case.env] = (case.threshold, f"{case.threshold:g}")
     jobs = [(case, seed, args.frames, tuple(args.extra)) for case in cases for seed in (args.seeds or case.seeds)]
     start = time.perf_counter()
     rows = run_jobs(_run, jobs, args.workers)
@@ -159,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| algo | env | encoder (parameters) | seed | frames | final return (last 20) | eval return (10, deterministic) | bar | passes? | seconds |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for row in rows:
-        bar, words = bars[row["env"]]
+        bar, words = bars[row["algo"], row["env"]]
         row["passes"] = row["final"] >= bar
         print(
             f"| {row['algo']} | {row['env']} | {row['encoder']} ({row['parameters']:,}) | {row['seed']} | {row['frames']} | {row['final']:.2f} "
@@ -167,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     print()
     for case in cases:
-        mine = [r for r in rows if r["env"] == case.env]
+        mine = [r for r in rows if (r["algo"], r["env"]) == (case.algo, case.env)]
         passed = sum(r["passes"] for r in mine)
         print(f"{case.algo} {case.env}: {passed}/{len(mine)} seeds pass (required {case.required} of {len(case.seeds)})")
     print(f"total wall time {time.perf_counter() - start:.0f}s")

@@ -138,8 +138,9 @@ class ReplayBufferTrainer(TrainerHookBase):
     def pace_exploration(self, batch: TensorDictBase) -> None:
         """Set the exploration wrappers' clocks to the trainer's frames (``batch_process``)."""
         trainer = self._trainer
-        for explorer in self._explorers:  # a step of one local env: frame_skip x torchrun ranks
-            explorer.follow(trainer.collected_frames, max(trainer.batch_frames // max(batch.numel(), 1), 1))
+        ranks = 1 if trainer.distributed is None else trainer.distributed.world_size  # each steps its share of the envs
+        for explorer in self._explorers:
+            explorer.follow(trainer.collected_frames, trainer.frame_skip * ranks)
 
     def gate(self) -> None:
         """Skip the batch's optimisation steps before ``init_random_frames`` (``pre_optim_steps``); anneal ``beta``."""
