@@ -29,6 +29,14 @@ class SACOptions:
     :param gamma: the discount.
     :param hidden_sizes: hidden layer widths of the actor and of each critic.
     :param activation: the activation after each hidden layer.
+    :param encoder: ``auto``: image observations (``uint8`` or ``bool``, channels first or last) go through a CNN
+        that the critics' loss trains and the actor reads detached (as SAC-AE and DrQ do), vectors straight to the
+        MLPs; ``mlp`` or ``cnn`` to choose (rl-plugin-nets' ``image_encoder``).
+    :param cnn_channels: output channels of each convolution; ``null``: the Nature-DQN CNN's (32, 64, 64),
+        or MinAtar's (16) for images under 36 pixels a side.
+    :param cnn_kernels: kernel size of each convolution; ``null``: the preset's.
+    :param cnn_strides: stride of each convolution; ``null``: the preset's.
+    :param cnn_features: width of the CNN's linear layer, the MLPs' input; ``null``: the preset's (512 or 128).
     :param init_alpha: the entropy temperature at the start.
     :param learn_alpha: learn the temperature so that the policy's entropy tracks ``target_entropy``; else keep ``init_alpha``.
     :param target_entropy: the entropy the temperature aims at; ``null``: minus the number of action dimensions.
@@ -41,6 +49,11 @@ class SACOptions:
     gamma: Annotated[float, Range(gt=0, le=1)] = 0.99
     hidden_sizes: list[Annotated[int, Range(ge=1)]] = field(default_factory=lambda: [256, 256])
     activation: Literal["relu", "tanh", "elu", "gelu", "silu", "leaky_relu"] = "relu"
+    encoder: Literal["auto", "mlp", "cnn"] = "auto"
+    cnn_channels: list[Annotated[int, Range(ge=1)]] | None = None
+    cnn_kernels: list[Annotated[int, Range(ge=1)]] | None = None
+    cnn_strides: list[Annotated[int, Range(ge=1)]] | None = None
+    cnn_features: Annotated[int, Range(ge=1)] | None = None
     init_alpha: Annotated[float, Range(gt=0)] = 1.0
     learn_alpha: bool = True
     target_entropy: float | None = None
@@ -70,7 +83,7 @@ def build_sac(config: dict[str, Any], observation_space: Any, action_space: Any,
     """Build the SAC loss module, its actor, twin critics and target critics.
 
     :param config: the ``algo`` section (without ``name``).
-    :param observation_space: the single env's observation space (a ``Box``).
+    :param observation_space: the single env's observation space (a one-dimensional ``Box``, or images).
     :param action_space: the single env's action space (a bounded one-dimensional ``Box``).
     :param device: where the modules live.
     :raises rlcore.ConfigError: for a bad key or value, or an action space SAC does not handle.

@@ -35,11 +35,18 @@ def build_loss(config: Mapping[str, Any], observation_space: Any, action_space: 
         raise ConfigError(f"algo.name: sac needs a one-dimensional Box action space, the env has {action_space}")
     if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
         raise ConfigError(f"algo.name: sac squashes actions into the bounds of the action space, which must be finite: {action_space}")
-    if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
-        raise ConfigError(f"algo.name: sac needs a one-dimensional Box observation space, the env has {observation_space}")
-    obs_dim, action_dim = int(observation_space.shape[0]), int(action_space.shape[0])
+    from rl_plugin_nets import image_encoder
+
+    cnn = image_encoder(
+        observation_space, opts.encoder, cnn_channels=opts.cnn_channels, cnn_kernels=opts.cnn_kernels, cnn_strides=opts.cnn_strides,
+        cnn_features=opts.cnn_features,
+    )  # fmt: skip
+    if cnn is None and (not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1):
+        raise ConfigError(f"algo.name: sac needs a one-dimensional Box observation space or images, the env has {observation_space}")
+    obs_dim = int(cnn.out_dim if cnn is not None else observation_space.shape[0])
+    action_dim = int(action_space.shape[0])
     actor = Actor(obs_dim, action_dim, opts.hidden_sizes, opts.activation, opts.log_std_min, opts.log_std_max)
-    critic = TwinQ(obs_dim, action_dim, opts.hidden_sizes, opts.activation)
+    critic = TwinQ(obs_dim, action_dim, opts.hidden_sizes, opts.activation, encoder=cnn)
     return SACLoss(
         actor,
         critic,

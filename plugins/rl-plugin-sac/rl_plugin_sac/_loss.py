@@ -17,6 +17,11 @@ does: all three from the same parameters. ``Q'`` are the target critics, moved t
 critics by the ``target_updater`` hook (:meth:`SACLoss.target_networks`). With a prioritized
 buffer the critics' squared errors are weighted by the importance weights, and the larger of
 the two ``|y - Q_i|`` goes back as each item's priority.
+
+Image observations go through the critics' encoder first (``s`` above is its features): the
+critics' loss trains it, the actor reads its features detached, and the target critics have
+their own copy, moved with theirs (SAC-AE's and DrQ's arrangement). For vector observations
+the encoding is the observation itself.
 """
 
 from __future__ import annotations
@@ -69,7 +74,7 @@ class SACLoss(FastSteps, nn.Module):
         self.actor = actor
         self.critic = critic
         self.target_critic = make_target(critic)
-        self.policy = RandomWarmup(SACPolicy(actor, low, high), action_space, init_random_frames)
+        self.policy = RandomWarmup(SACPolicy(actor, low, high, critic.encoder), action_space, init_random_frames)
         self.log_alpha = nn.Parameter(torch.tensor(math.log(init_alpha)), requires_grad=learn_alpha)
         self.target_entropy = float(-low.numel() if target_entropy is None else target_entropy)
         self.gamma = gamma
@@ -88,25 +93,26 @@ class SACLoss(FastSteps, nn.Module):
         :return: ``loss_qvalue``, ``loss_actor``, ``loss_alpha``, and ``alpha``, ``entropy``, ``q_value``,
             ``td_error`` to log.
         """
-        obs = batch.get("observation")
+        obs = self.critic.encode(batch.get("observation"))  # the observations, or the critics' encoder's features
         action = (batch.get("action") - self.center) / self.half_range  # env bounds -> [-1, 1]
         alpha = self.log_alpha.detach().exp()
 
         # the critics' target, from the target critics and a fresh action at s'
         with torch.no_grad():
             next_obs = batch.get(("next", "observation"))
-            next_action, next_log_pi = self.actor.sample(next_obs)
-            next_q = self.target_critic.forward(next_obs, next_action).amin(0)  # [B, 1]
+            next_action, next_log_pi = self.actor.sample(self.critic.encode(next_obs))
+            next_q = self.target_critic.forward(self.target_critic.encode(next_obs), next_action).amin(0)  # [B, 1]
             target = bootstrap_target(batch, self.gamma, next_q - alpha * next_log_pi)
 
-        # the twin critics
+        # the twin critics (and their encoder)
         q = self.critic.forward(obs, action)  # [2, B, 1]
         error = q - target
         weight = batch.get(WEIGHT_KEY, None)
         squared = error.pow(2) if weight is None else error.pow(2) * weight.reshape(1, -1, 1)
         loss_qvalue = 0.5 * squared.mean((1, 2)).sum()
 
-        # the actor, through the critics' (detached) weights
+        # the actor, through the critics' (detached) weights, on the (detached) encoding
+        obs = obs.detach()
         pi_action, log_pi = self.actor.sample(obs)
         q_pi = self.critic.forward(obs, pi_action, self.critic.detached()).amin(0)
         loss_actor = (alpha * log_pi - q_pi).mean()

@@ -61,18 +61,22 @@ class Actor(MLP):
 
 
 class TwinQ(nn.Module):
-    """Two critics ``Q_i(s, a)``, ``[obs, action] -> hidden_sizes -> 1``, computed together as batched matrix products.
+    """Two critics ``Q_i(s, a)``, ``[x, action] -> hidden_sizes -> 1``, computed together as batched matrix products.
 
+    ``x`` is what :meth:`encode` makes of an observation: the observation itself, or the features of
+    the ``encoder`` (a CNN of image observations) that both critics share and the critics' loss trains.
     Each layer holds both critics' weights ``[2, in, out]``: one ``torch.baddbmm`` computes the layer for both.
 
-    :param obs_dim: size of an observation.
+    :param obs_dim: size of ``x``: of an observation, or the encoder's ``out_dim``.
     :param action_dim: size of an action.
     :param hidden_sizes: hidden layer widths of each critic.
     :param activation: a name of ``rl_plugin_nets.ACTIVATIONS``.
+    :param encoder: a module ``[B, *obs_shape] -> [B, obs_dim]``, or ``None``.
     """
 
-    def __init__(self, obs_dim: int, action_dim: int, hidden_sizes: Sequence[int], activation: str = "relu") -> None:
+    def __init__(self, obs_dim: int, action_dim: int, hidden_sizes: Sequence[int], activation: str = "relu", encoder: nn.Module | None = None) -> None:
         super().__init__()
+        self.encoder = encoder
         sizes = [obs_dim + action_dim, *hidden_sizes, 1]
         self.layers = [(f"weight{i}", f"bias{i}") for i in range(len(sizes) - 1)]
         for i, (weight, bias) in enumerate(self.layers):
@@ -80,15 +84,19 @@ class TwinQ(nn.Module):
             self.register_parameter(bias, linear_parameter((2, 1, sizes[i + 1]), sizes[i]))
         self.activation = ACTIVATIONS[activation]
 
-    def forward(self, obs: torch.Tensor, action: torch.Tensor, params: Mapping[str, Any] | None = None) -> torch.Tensor:
+    def encode(self, obs: torch.Tensor) -> torch.Tensor:
+        """The critics' input ``x`` of observations ``[B, *obs_shape]``: the encoder's features, or the observations."""
+        return obs if self.encoder is None else self.encoder(obs)
+
+    def forward(self, x: torch.Tensor, action: torch.Tensor, params: Mapping[str, Any] | None = None) -> torch.Tensor:
         """``[Q_1(s, a), Q_2(s, a)]`` as ``[2, B, 1]``.
 
-        :param obs: observations ``[B, obs_dim]``.
+        :param x: encoded observations ``[B, obs_dim]`` (:meth:`encode`).
         :param action: actions in ``[-1, 1]``, ``[B, action_dim]``.
-        :param params: weights to use instead of the module's own (e.g. detached ones).
+        :param params: weights of the layers to use instead of the module's own (e.g. detached ones).
         """
         weights: Mapping[str, Any] = params if params is not None else self._parameters or self._buffers  # a target: buffers
-        x = torch.cat([obs, action], dim=-1)
+        x = torch.cat([x, action], dim=-1)
         h = x.unsqueeze(0).expand(2, *x.shape)
         last = len(self.layers) - 1
         for i, (weight, bias) in enumerate(self.layers):
@@ -108,6 +116,7 @@ class SACPolicy(TensorDictModuleBase):
     :param actor: the actor.
     :param low: the action space's lower bounds.
     :param high: the action space's upper bounds.
+    :param encoder: the critics' encoder, which the actor reads observations through, or ``None``.
     """
 
     in_keys = ["observation"]
@@ -115,14 +124,16 @@ class SACPolicy(TensorDictModuleBase):
     center: torch.Tensor
     half_range: torch.Tensor
 
-    def __init__(self, actor: Actor, low: torch.Tensor, high: torch.Tensor) -> None:
+    def __init__(self, actor: Actor, low: torch.Tensor, high: torch.Tensor, encoder: nn.Module | None = None) -> None:
         super().__init__()
         self.actor = actor
+        self.encoder = encoder
         self.register_buffer("center", (high + low) / 2, persistent=False)
         self.register_buffer("half_range", (high - low) / 2, persistent=False)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        mean, log_std = self.actor.forward(tensordict.get("observation"))
+        obs = tensordict.get("observation")
+        mean, log_std = self.actor.forward(obs if self.encoder is None else self.encoder(obs))
         if interaction_type() == InteractionType.RANDOM:  # a sample; acting needs no log-probability
             mean = mean + log_std.exp() * torch.randn_like(mean)  # as in sample()
         unit = torch.tanh(mean)

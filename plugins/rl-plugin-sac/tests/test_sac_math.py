@@ -142,3 +142,41 @@ def test_policy_acts_in_the_bounds_deterministically_when_asked():
     with set_interaction_type(InteractionType.RANDOM):
         sampled = loss.policy(obs.clone())["action"]
     assert not torch.equal(sampled, a) and sampled.abs().max() <= 2
+
+
+def test_image_observations_go_through_a_cnn_the_critics_train_and_the_actor_reads_detached():
+    import numpy as np
+
+    import rlcore
+    from rl_plugin_nets import CNN
+
+    frames = gymnasium.spaces.Box(0, 255, (40, 40, 3), np.uint8)
+    torch.manual_seed(0)
+    loss = rl_plugin_sac.build_sac({"hidden_sizes": [16], "cnn_features": 32}, frames, ACTIONS)
+    encoder = loss.critic.encoder
+    assert isinstance(encoder, CNN) and loss.policy.policy.encoder is encoder  # one encoder: the critics' and the acting policy's
+    assert loss.actor.weight0.shape == (32, 16) and loss.critic.weight0.shape == (2, 32 + 2, 16)
+    assert isinstance(loss.target_critic.encoder, CNN) and not list(loss.target_critic.parameters())  # the target's own copy
+    torch.manual_seed(1)
+    images = TensorDict(
+        {
+            "observation": torch.randint(0, 256, (8, 40, 40, 3), dtype=torch.uint8),
+            "action": torch.rand(8, 2) * 4 - 2,
+            "next": {
+                "observation": torch.randint(0, 256, (8, 40, 40, 3), dtype=torch.uint8),
+                "reward": torch.randn(8, 1),
+                "terminated": torch.zeros(8, 1, dtype=torch.bool),
+            },
+        },
+        batch_size=[8],
+    )
+    groups = {"loss_qvalue": set(loss.critic.parameters()), "loss_actor": set(loss.actor.parameters()), "loss_alpha": {loss.log_alpha}}
+    for key, own in groups.items():  # the encoder is among the critics' parameters only
+        loss.zero_grad(set_to_none=True)
+        loss(images.clone())[key].backward()
+        assert {p for p in loss.parameters() if p.grad is not None and p.grad.abs().sum() > 0} == own, key
+    with set_interaction_type(InteractionType.DETERMINISTIC):
+        acted = loss.policy(TensorDict({"observation": images["observation"]}, [8]))["action"]
+    assert acted.shape == (8, 2) and bool((acted.abs() <= 2).all())
+    with pytest.raises(rlcore.ConfigError, match="sac needs a one-dimensional Box observation space or images"):
+        rl_plugin_sac.build_sac({"encoder": "mlp"}, frames, ACTIONS)

@@ -1,9 +1,10 @@
-"""A short SAC run on Pendulum: every metric is logged, the temperature moves, evaluation is deterministic."""
+"""Short SAC runs on Pendulum: every metric is logged, the temperature moves, evaluation is deterministic; from pixels."""
 
 from __future__ import annotations
 
 import csv
 
+import pytest
 import torch
 
 import rlcore
@@ -52,3 +53,28 @@ def test_a_short_run_logs_every_metric(tmp_path):
     env = trainer.make_env(num_envs=1)
     runs = [rlcore.evaluate(trainer.loss_module.policy, env, episodes=1, seed=3)["returns"] for _ in range(2)]
     assert runs[0] == runs[1]
+
+
+def test_sac_from_pixels(tmp_path):
+    """Pendulum's rendered frames as the observation (Gymnasium's AddRenderObservation, resized): the CNN trains, the buffer keeps uint8."""
+    for module in ("cv2", "pygame", "rl_plugin_envs"):
+        pytest.importorskip(module)
+    torch.set_num_threads(1)
+    config = rlcore.load_config(
+        algo={"name": "sac", "hidden_sizes": [32], "init_random_frames": 64, "cnn_features": 32},
+        env={
+            "kwargs": {"render_mode": "rgb_array"},
+            "wrappers": {"gymnasium.wrappers.AddRenderObservation": {"render_only": True}, "resize": {"height": 40, "width": 40}},
+        },
+        trainer={"total_frames": 160, "seed": 2, "progress_bar": False},
+        hooks={"replay_buffer": {"capacity": 1000, "batch_size": 16}},
+        loggers={"console": None},
+    )
+    trainer = rlcore.build_trainer(config, run_dir=tmp_path)
+    encoder = trainer.loss_module.critic.encoder
+    before = [p.detach().clone() for p in encoder.parameters()]
+    trainer.train()
+    assert trainer.collected_frames == 160 and type(encoder).__name__ == "CNN"
+    assert any(not torch.equal(a, b) for a, b in zip(encoder.parameters(), before))
+    stored = trainer._modules["replay_buffer"].replay_buffer.storage.column("observation")
+    assert stored.dtype == torch.uint8 and stored.shape[1:] == (40, 40, 3)
