@@ -144,7 +144,7 @@ DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
         500_000,
     ),
     "ppo": _defaults(
-        {"gamma": 0.98, "gae_lambda": 0.8, "epochs": 10, "minibatches": 1, "clip_range": 0.2, "schedule": {"clip_range": 0.0}},
+        {"gamma": 0.98, "gae_lambda": 0.8, "epochs": 20, "minibatches": 1, "clip_range": 0.2, "schedule": {"clip_range": 0.0}},
         {"num_envs": 8},
         256,
         {"lr": 1e-3},
