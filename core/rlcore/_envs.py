@@ -66,11 +66,19 @@ def env_maker(env_id: str, plugin_manager: Any) -> tuple[Callable[..., Any], Cal
         entry = gymnasium.spec(gym_id).entry_point
         constructor: Callable[..., Any] = load_env_creator(entry) if isinstance(entry, str) else entry or gymnasium.make
         return partial(make_gymnasium_env, env_id), constructor
+    import contextlib
     import difflib
+    import importlib
 
-    names = [*registered, *gymnasium.registry]
     wanted = env_id.rsplit(":", 1)[-1]
-    close = [name for name in names if name.lower().startswith(wanted.lower().split("-")[0])][:5]
+    if "/" not in wanted:  # the id may be one a package registers under its namespace ("Pong-v5": "ALE/Pong-v5")
+        for module, _ in REGISTERING_MODULES.values():
+            with contextlib.suppress(Exception):
+                importlib.import_module(module)
+    names = [*registered, *gymnasium.registry]
+    close = [name for name in names if name.rsplit("/", 1)[-1].lower() == wanted.lower()]
+    close += [name for name in names if name.lower().startswith(wanted.lower().split("-")[0]) and name not in close]
+    close = close[:5]
     close = close or difflib.get_close_matches(wanted, names, n=5, cutoff=0.6)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     namespace = wanted.split("/")[0] if "/" in wanted else None
