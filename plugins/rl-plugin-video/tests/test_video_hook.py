@@ -124,17 +124,20 @@ def test_state_is_checkpointed(run_dir: Path) -> None:
     assert hooks["video_recorder"].state_dict() == {"next_start": 500}
 
 
-@pytest.mark.parametrize("algo", ["pg", "a2c", "spg", "ppo", "ppo-kl"])
-def test_pixels_from_the_pixel_wrapper_with_every_pg_algorithm(tmp_path: Path, algo: str) -> None:
-    """rl-plugin-pg flattens its batches to [envs * time]: the recorder still tiles the envs' rendered frames step by step."""
-    pytest.importorskip("rl_plugin_pg")
+@pytest.mark.parametrize("algo", ["pg", "a2c", "spg", "ppo", "ppo-kl", "dqn", "sac"])
+def test_pixels_from_the_pixel_wrapper_with_every_algorithm(tmp_path: Path, algo: str) -> None:
+    """rl-plugin-pg flattens its batches to [envs * time], DQN and SAC store them in a replay buffer: the recorder still
+    tiles the envs' rendered frames step by step."""
+    pytest.importorskip({"dqn": "rl_plugin_dqn", "sac": "rl_plugin_sac"}.get(algo, "rl_plugin_pg"))
     pytest.importorskip("rl_plugin_envs")
     pytest.importorskip("cv2")
     from rl_plugin_video import read_video
 
+    replay = ["hooks.replay_buffer.capacity=256"] if algo in ("dqn", "sac") else []  # the frames go into the buffer too
     config = rlcore.load_config(
         overrides=[
             f"algo.name={algo}",
+            *replay,
             "env.num_envs=2",
             "env.kwargs={render_mode: rgb_array}",
             "env.wrappers={pixels: {height: 40, width: 60}}",
@@ -143,7 +146,7 @@ def test_pixels_from_the_pixel_wrapper_with_every_pg_algorithm(tmp_path: Path, a
             "trainer.seed=0",
             "trainer.progress_bar=false",
             "loggers={csv: null, console: null}",
-            "hooks={video_recorder: {source: pixels, interval: 1000, dump_on_episode_end: false}}",
+            "hooks.video_recorder={source: pixels, interval: 1000, dump_on_episode_end: false}",
         ]
     )
     seen: list[np.ndarray] = []
@@ -151,7 +154,7 @@ def test_pixels_from_the_pixel_wrapper_with_every_pg_algorithm(tmp_path: Path, a
     class Watch:
         @rlcore.hookimpl(trylast=True)
         def rl_batch_process(self, batch: Any) -> None:
-            seen.append(batch["pixels"].reshape(2, 16, 40, 60, 3).numpy().copy())  # flattened by then, env-major
+            seen.append(batch["pixels"].reshape(2, 16, 40, 60, 3).numpy().copy())  # env-major, flattened or not
 
     trainer = rlcore.build_trainer(config, run_dir=tmp_path / "run")
     trainer.register_plugin(Watch(), "watch")
