@@ -4,7 +4,8 @@ One run directory written by rank 0 alone (config, metrics, checkpoints), frames
 the ranks, every rank's parameters identical after training (the gradients were averaged), each
 rank's own envs, and a resume with the same number of ranks that continues exactly where the run
 stopped, with the torch backend (rank 0 gathers the ranks' states) and torchsnapshot's distributed
-snapshot (each rank writes its own part). One process cannot resume a run of two.
+snapshot (each rank writes its own part). One process cannot resume a run of two. DQN's
+exploration counts the frames of both ranks, and every other algorithm trains on two ranks too.
 """
 
 from __future__ import annotations
@@ -138,3 +139,24 @@ def test_dqn_explores_on_the_frames_of_all_ranks(tmp_path: Path) -> None:
     # epsilon anneals over 128 frames of both ranks (each rank steps 32 of every 64), not 128 of its own
     assert epsilon == [(f, max(1 - f / 128, 0.0)) for f in range(BATCH, 257, BATCH)]
     assert checkpoint(run, 256)["loss_module"]["policy._extra_state"] == {"frames": 256, "frames_per_step": 2}
+
+
+@pytest.mark.parametrize(
+    ("algo", "env_id"), [("a2c", "CartPole-v1"), ("pg", "Pendulum-v1"), ("spg", "CartPole-v1"), ("ppo-kl", "Pendulum-v1"), ("sac", "Pendulum-v1")]
+)
+def test_every_other_algorithm_trains_on_two_ranks(algo: str, env_id: str, tmp_path: Path) -> None:
+    """PPO and DQN have their own tests above; the others run a short training on two ranks too."""
+    pytest.importorskip("rl_plugin_sac" if algo == "sac" else "rl_plugin_pg")
+    config: dict[str, Any] = {
+        **CONFIG,
+        "algo": {"name": algo, "hidden_sizes": [16], **({"init_random_frames": 32} if algo == "sac" else {})},
+        "env": {"id": env_id, "num_envs": 2},
+        "trainer": {**CONFIG["trainer"], "total_frames": 128, "optim_steps_per_batch": 2 if algo == "sac" else None},
+    }
+    if algo == "sac":
+        config["hooks"] = {"replay_buffer": {"capacity": 1000, "batch_size": 16}}
+    (tmp_path / "run.yaml").write_text(yaml.safe_dump(config))
+    torchrun("train", "run.yaml", "--out", "runs/r", cwd=tmp_path)
+    state = checkpoint(tmp_path / "runs" / "r", 128)
+    assert state["counters"]["collected_frames"] == 128 and state["counters"]["optim_steps"] > 0
+    assert state["distributed"]["parameters_crc"] == [content_checksum(state["loss_module"])] * 2  # the ranks agree
