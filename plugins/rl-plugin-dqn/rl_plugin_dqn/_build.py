@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rl_plugin_nets import ENCODER_KEYS, image_encoder
 from rlcore import ConfigError, validate_options
 
 from . import DQNOptions
@@ -16,7 +17,7 @@ from ._loss import DQNLoss
 from ._networks import QNetwork
 
 #: the ``algo`` keys that shape the Q-network, not the loss
-NETWORK_KEYS = ("hidden_sizes", "activation", "dueling", "encoder", "cnn_channels", "cnn_kernels", "cnn_strides", "cnn_features")
+NETWORK_KEYS = ("hidden_sizes", "activation", "dueling", *ENCODER_KEYS)
 
 
 def parse_options(config: Mapping[str, Any]) -> DQNOptions:
@@ -36,10 +37,7 @@ def build_loss(config: Mapping[str, Any], observation_space: Any, action_space: 
         raise ConfigError(f"algo.name: dqn needs a Discrete action space, the env has {action_space}")
     if not isinstance(observation_space, spaces.Box):
         raise ConfigError(f"algo.name: dqn needs a Box observation space, the env has {type(observation_space).__name__}")
-    from rl_plugin_nets import image_encoder
-
-    cnn = {key: getattr(opts, key) for key in NETWORK_KEYS if key.startswith("cnn_")}
-    encoder = image_encoder(observation_space, opts.encoder, **cnn)
+    encoder = image_encoder(observation_space, **{key: getattr(opts, key) for key in ENCODER_KEYS})
     qnet = QNetwork(int(np.prod(observation_space.shape)), int(action_space.n), opts.hidden_sizes, opts.activation, opts.dueling, encoder)
     kwargs = {f.name: getattr(opts, f.name) for f in fields(opts) if f.name not in NETWORK_KEYS}
     kwargs["init_random_frames"] = kwargs["init_random_frames"] or 0

@@ -6,8 +6,8 @@
 :class:`CNN`                   convolutions, ReLU, one linear layer: ``[..., *image] -> [..., features]``;
                                ``uint8`` stays ``uint8`` until it is on the network's device, scaled there
 :class:`NatureCNN`             the CNN of the Nature DQN paper (Mnih et al., 2015): 32-64-64, 512 features
-:func:`image_encoder`          the CNN an algorithm puts before its heads, from its ``algo`` keys
-                               (``encoder``, ``cnn_*``), or ``None`` where it keeps its MLPs
+:func:`image_encoder`,         the CNN an algorithm puts before its heads, from its ``algo`` keys
+``ENCODER_KEYS``               (``encoder``, ``cnn_*``), or ``None`` where it keeps its MLPs
 :class:`MLPEncoder`            flattened observations through an MLP
 :class:`MLP`, ``ACTIVATIONS``  a fast MLP for losses that take many small steps (DQN, SAC): one ``addmm``
                                per layer, ReLU and tanh in place
@@ -30,7 +30,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from ._cnn import CNN, NATURE, SMALL, NatureCNN
-    from ._encoders import ENCODERS, MLPEncoder, encoder_for, image_encoder
+    from ._encoders import ENCODER_KEYS, ENCODERS, MLPEncoder, encoder_for, image_encoder
     from ._mlp import ACTIVATIONS, MLP, linear_parameter
     from ._spaces import ImageLayout, image_layout, is_image_space
 
@@ -40,6 +40,7 @@ _LAZY = {
     "SMALL": "._cnn",
     "NatureCNN": "._cnn",
     "ENCODERS": "._encoders",
+    "ENCODER_KEYS": "._encoders",
     "MLPEncoder": "._encoders",
     "MLP": "._mlp",
     "ACTIVATIONS": "._mlp",
@@ -52,8 +53,8 @@ _LAZY = {
 }
 
 __all__ = [
-    "ACTIVATIONS", "CNN", "ENCODERS", "MLP", "NATURE", "SMALL", "ImageLayout", "MLPEncoder", "NatureCNN", "encoder_for", "image_encoder", "image_layout",
-    "is_image_space", "linear_parameter",
+    "ACTIVATIONS", "CNN", "ENCODERS", "ENCODER_KEYS", "MLP", "NATURE", "SMALL", "ImageLayout", "MLPEncoder", "NatureCNN", "encoder_for", "image_encoder",
+    "image_layout", "is_image_space", "linear_parameter",
 ]  # fmt: skip
 
 

@@ -17,6 +17,8 @@ from ._spaces import image_layout, is_image_space
 
 #: the choices of ``kind``
 ENCODERS = ("auto", "mlp", "cnn")
+#: the ``algo`` keys of an algorithm whose networks take :func:`image_encoder`'s CNN: its keyword arguments
+ENCODER_KEYS = ("encoder", "cnn_channels", "cnn_kernels", "cnn_strides", "cnn_features")
 
 
 class _Activation(nn.Module):
@@ -156,4 +158,4 @@ def image_encoder(
     return cnn
 
 
-__all__ = ["ENCODERS", "MLPEncoder", "encoder_for", "image_encoder"]
+__all__ = ["ENCODERS", "ENCODER_KEYS", "MLPEncoder", "encoder_for", "image_encoder"]

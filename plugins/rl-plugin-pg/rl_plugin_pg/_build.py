@@ -8,9 +8,11 @@ from typing import Any
 
 import torch
 
+from rl_plugin_nets import ENCODER_KEYS
+
 from . import DEFAULTS, OBJECTIVE, OPTIONS
 from ._losses import PolicyGradientLoss
-from ._policies import ENCODER_KEYS, make_actor_critic
+from ._policies import make_actor_critic
 
 #: ``algo`` keys that configure the actor-critic rather than the loss
 POLICY_KEYS = ("hidden_sizes", "activation", "shared_trunk", "log_std_init", "action_bounds", *ENCODER_KEYS)

@@ -231,10 +231,6 @@ def gaussian_log_prob(x: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor
     return (-0.5 * ((x - mean) / log_std.exp()).pow(2) - log_std - _LOG_SQRT_2PI).sum(-1)
 
 
-#: ``algo`` keys that configure the encoder: ``encoder`` and the CNN's
-ENCODER_KEYS = ("encoder", "cnn_channels", "cnn_kernels", "cnn_strides", "cnn_features")
-
-
 def make_actor_critic(
     observation_space: Any,
     action_space: Any,

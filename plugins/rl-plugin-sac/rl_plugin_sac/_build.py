@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rl_plugin_nets import ENCODER_KEYS, image_encoder
 from rlcore import ConfigError, validate_options
 
 from . import SACOptions
@@ -35,12 +36,7 @@ def build_loss(config: Mapping[str, Any], observation_space: Any, action_space: 
         raise ConfigError(f"algo.name: sac needs a one-dimensional Box action space, the env has {action_space}")
     if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
         raise ConfigError(f"algo.name: sac squashes actions into the bounds of the action space, which must be finite: {action_space}")
-    from rl_plugin_nets import image_encoder
-
-    cnn = image_encoder(
-        observation_space, opts.encoder, cnn_channels=opts.cnn_channels, cnn_kernels=opts.cnn_kernels, cnn_strides=opts.cnn_strides,
-        cnn_features=opts.cnn_features,
-    )  # fmt: skip
+    cnn = image_encoder(observation_space, **{key: getattr(opts, key) for key in ENCODER_KEYS})
     if cnn is None and (not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1):
         raise ConfigError(f"algo.name: sac needs a one-dimensional Box observation space or images, the env has {observation_space}")
     obs_dim = int(cnn.out_dim if cnn is not None else observation_space.shape[0])
