@@ -312,6 +312,17 @@ def test_the_install_hint_table_matches_the_first_party_plugins():
     assert provided == table_rows
 
 
+def test_the_first_party_entry_point_names_are_those_of_plugins():
+    from rlcore._plugins import FIRST_PARTY_PLUGINS
+
+    names = set()
+    for project in sorted((ROOT / "plugins").glob("rl-plugin-*/pyproject.toml")):
+        meta = tomllib.loads(project.read_text())["project"]
+        assert list(meta["entry-points"]["rlcore.plugins"]) == [meta["name"].removeprefix("rl-plugin-")]  # rl-plugin-<name>: <name>
+        names.add(meta["name"].removeprefix("rl-plugin-"))
+    assert names == FIRST_PARTY_PLUGINS
+
+
 def test_a_command_of_a_plugin_that_is_not_installed_names_it(capsys):
     pytest.importorskip("rl_plugin_plot")
     code, err = run_cli(capsys, "--no-plugin", "rl-plugin-plot", "plot", "runs/x")

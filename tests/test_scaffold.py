@@ -103,6 +103,13 @@ def test_invalid_names_are_one_line_config_errors(name: str, tmp_path: Path) -> 
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("name", ["pg", "replay", "video"])
+def test_the_names_of_rl_cores_own_plugins_are_refused(name: str, tmp_path: Path) -> None:
+    with pytest.raises(rlcore.ConfigError, match=f"^invalid plugin name '{name}': rl-core's own rl-plugin-{name} has it; choose another$"):
+        scaffold(name, tmp_path)
+    assert not any(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("name", ["a", "reward-stats", "ppo2", "a1-b2-c3"])
 def test_valid_names(name: str) -> None:
     check_name(name)

@@ -261,6 +261,21 @@ def test_log_interval_throttles_per_metric(toy_pm, tmp_path):
     assert frames == ["64", "192", "256"]  # and the mean of the values after 192, at the end of the run
 
 
+def test_a_metric_is_logged_once_per_frame_count(toy_pm, tmp_path):
+    class EveryStep:
+        @hookimpl
+        def rl_post_optim_log(self, trainer):
+            return {"mine/step": trainer.optim_steps}
+
+    trainer = make_trainer(toy_pm, tmp_path, log_interval=1)
+    trainer.register_plugin(EveryStep())  # two optimisation steps a batch, each logs at the batch's frame count
+    trainer.train()
+    rows = [(r["frames"], float(r["value"])) for r in metrics(tmp_path) if r["name"] == "mine/step"]
+    assert rows == [("64", 1), ("128", 2.5), ("192", 4.5), ("256", 6.5)]  # the first value at a frame count, then the mean since
+    with pytest.raises(TypeError, match="cannot log 1: a metric's name is a string, got int"):
+        trainer.log({1: 2.0})
+
+
 def test_stop_and_stop_optim_steps(toy_pm, tmp_path):
     class Control:
         @hookimpl

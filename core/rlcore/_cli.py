@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from ._errors import ConfigError, RLCoreError
-from ._plugins import PluginInfo, PluginManager, _one_line, parse_names, where_failed
+from ._plugins import ENV_PLUGINS, PluginInfo, PluginManager, _one_line, parse_names, where_failed
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 SIGNAL_EXIT: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -238,8 +238,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         pm = PluginManager(only=only, block=block)
-        code = _run(build_cli(pm), argv)
+        code = _check_names(pm, "--plugin" if only is not None else ENV_PLUGINS)
+        if code is None:
+            code = _run(build_cli(pm), argv)
     sys.exit(code)
+
+
+def _check_names(pm: PluginManager, source: str) -> int | None:
+    """Refuse a name to load that no installed plugin has (``--plugin`` or ``RLCORE_PLUGINS``: nothing would load
+    it), and warn of one to block (``--no-plugin``: blocked either way); ``EXIT_USAGE`` on the first, else ``None``."""
+    only, block = pm.unknown_names()
+    for name in block:
+        warnings.warn(f"--no-plugin {name}: no installed plugin has that name", stacklevel=2)
+    if not only:
+        return None
+    _echo_error(f"{source}: no installed plugin is named {only[0]!r} (valid choices: {', '.join(pm.known_names()) or 'none installed'})")
+    return EXIT_USAGE
 
 
 def _install_hint(message: str) -> str | None:
@@ -259,8 +273,14 @@ def build_cli(pm: PluginManager) -> click.Group:
     ``rl_register_commands`` raises is marked broken, the others' commands stay)."""
     cli = make_cli(pm)
     for impl in pm.hook.rl_register_commands.get_hookimpls():
+        before = dict(cli.commands)
         try:
             impl.function(cli=cli)
+            replaced = [name for name, command in before.items() if cli.commands.get(name) is not command]
+            if replaced:
+                cli.commands.clear()  # the kernel's and earlier plugins' commands stay theirs, and this one adds none
+                cli.commands.update(before)
+                raise ValueError(f"it replaces the command {replaced[0]!r}; add a command of another name")
         except Exception as err:
             pm.infos[impl.plugin_name].status = f"error: rl_register_commands failed: {_one_line(err)}"  # (one line: plugins list)
     return cli

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
-from ._errors import ConfigError
+from ._errors import ConfigError, PluginError
 
 
 def make_vector_env(
@@ -35,10 +35,24 @@ def make_vector_env(
     kwargs = dict(kwargs or {})
     make_one = partial(env_maker(env_id, pm)[0], **kwargs)
     backend = pm.factory("vectorizations", vectorization, key="env.vectorization")
-    env = backend(make_one, num_envs, env_id=env_id, kwargs=kwargs)
+    with pm.making("vectorizations", vectorization) as who:
+        env = _vector_env(backend(make_one, num_envs, env_id=env_id, kwargs=kwargs), f"env.vectorization: {who}")
     for name, options in (wrappers or {}).items():
-        env = pm.factory("env_wrappers", name, key="env.wrappers")(env, **(options or {}))
+        wrapper = pm.factory("env_wrappers", name, key="env.wrappers")
+        with pm.making("env_wrappers", name) as who:
+            env = _vector_env(wrapper(env, **(options or {})), f"env.wrappers.{name}: {who}")
     return env
+
+
+def _vector_env(env: Any, made_by: str) -> Any:
+    """``env``, when it is a vector env (it steps, resets and has spaces).
+
+    :param made_by: who made it, for the message.
+    :raises PluginError: naming ``made_by`` otherwise.
+    """
+    if all(hasattr(env, attr) for attr in ("step", "reset", "single_observation_space", "single_action_space", "num_envs")):
+        return env
+    raise PluginError(f"{made_by} returned {env!r:.60}, expected a gymnasium.vector.VectorEnv")
 
 
 def env_maker(env_id: str, plugin_manager: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
@@ -158,13 +172,19 @@ _MAKE_KWARGS = ("max_episode_steps", "disable_env_checker", "render_mode")
 
 
 def check_env(env_id: str, kwargs: Mapping[str, Any], plugin_manager: Any) -> None:
-    """Refuse an unknown env id, or a keyword argument its constructor does not take, before anything is built.
+    """Refuse an unknown env id, or a keyword argument its constructor does not take, before anything is built; the
+    values too for an env of ``rl_register_envs`` (its factory's annotations, as for every factory's options).
 
     :raises ConfigError: naming ``env.id`` or ``env.kwargs.<name>`` and the valid choices.
     """
     import inspect
 
     make, constructor = env_maker(env_id, plugin_manager)
+    if make is constructor:  # an env of rl_register_envs: its factory declares its options, as every factory does
+        from ._options import validate_options
+
+        validate_options("env.kwargs", constructor, kwargs)
+        return
     try:
         params = inspect.signature(constructor).parameters
     except (TypeError, ValueError):

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import difflib
 import fnmatch
+import inspect
 import os
 import sys
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from typing import Any
@@ -53,6 +55,18 @@ FIRST_PARTY: dict[str, dict[str, str]] = {
     "envs": {},
     "commands": {"plot": "rl-plugin-plot", "eval --video": "rl-plugin-video", "eval --fps": "rl-plugin-video"},
 }
+#: The entry-point names of the first-party distributions (``rl-plugin-<name>``, one each under ``plugins/``,
+#: which a test keeps equal): a third-party entry point of the same name never takes it from them.
+FIRST_PARTY_PLUGINS = frozenset(
+    {"dqn", "envs", "hooks", "mlflow", "nets", "pg", "plot", "ray", "replay", "sac", "tensorboard", "torchsnapshot", "video", "wandb"}
+)
+#: What a function named after a hook, without ``@hookimpl``, implements it with (pytest's rule for ``pytest_`` names).
+_PLAIN_IMPL = {"wrapper": False, "hookwrapper": False, "optionalhook": False, "tryfirst": False, "trylast": False, "specname": None}
+
+
+def first_party(name: str, distribution: str) -> bool:
+    """Whether the entry point ``name`` of ``distribution`` is rl-core's own: a builtin, or a first-party plugin."""
+    return distribution == CORE_DISTRIBUTION or (name in FIRST_PARTY_PLUGINS and distribution == f"rl-plugin-{name}")
 
 
 @dataclass
@@ -149,15 +163,26 @@ class PluginManager(pluggy.PluginManager):
         return bool({name, dist} & self._only)
 
     def load_entrypoints(self) -> None:
-        """Import and register every wanted ``rlcore.plugins`` entry point, recording each status."""
-        for ep in sorted(_entry_points(), key=lambda e: (e.dist is None or e.dist.name != CORE_DISTRIBUTION, e.name)):
+        """Import and register every wanted ``rlcore.plugins`` entry point, recording each status.
+
+        Two distributions may declare the same entry-point name: a wanted one takes it before a
+        blocked one, and rl-core's own before a third party's, whose status then says so.
+        """
+
+        def order(ep: metadata.EntryPoint) -> tuple[bool, str, bool, bool]:
+            dist = ep.dist.name if ep.dist else "?"
+            return dist != CORE_DISTRIBUTION, ep.name, not self._wanted(ep.name, dist), not first_party(ep.name, dist)
+
+        for ep in sorted(_entry_points(), key=order):
             dist = ep.dist.name if ep.dist else "?"
             info = PluginInfo(ep.name, dist, ep.dist.version if ep.dist else "?", ep.value)
             if ep.name in self.infos:
-                if self.infos[ep.name].distribution == dist:
+                holder = self.infos[ep.name].distribution
+                if holder == dist:
                     continue  # the same distribution seen twice on sys.path
                 info.name = f"{ep.name} ({dist})"
-                info.status = f"error: plugin name {ep.name!r} is already taken by {self.infos[ep.name].distribution}"
+                wanted = self._wanted(ep.name, dist)
+                info.status = f"error: plugin name {ep.name!r} is taken by {holder}; rename this entry point" if wanted else "blocked"
                 self.infos[info.name] = info
                 continue
             self.infos[ep.name] = info
@@ -174,6 +199,24 @@ class PluginManager(pluggy.PluginManager):
                 continue
             self.add_plugin(plugin, ep.name, info)
 
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        """pluggy's reading of ``@hookimpl``; as in pytest, a function named ``rl_...`` implements a hook without it too
+        (so that a misspelt name is reported, not ignored)."""
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if opts is None and name.startswith("rl_") and inspect.isroutine(getattr(plugin, name, None)):
+            opts = dict(_PLAIN_IMPL)  # type: ignore[assignment]
+        return opts
+
+    def unknown_names(self) -> tuple[list[str], list[str]]:
+        """The names given to load only (``--plugin``, ``RLCORE_PLUGINS``) and to block (``--no-plugin``) that name no
+        discovered plugin (by entry-point or distribution name): ``(only, block)``."""
+        known = {CORE_DISTRIBUTION} | {n for i in self.infos.values() for n in (_entry_name(i), i.distribution)}
+        return sorted((self._only or set()) - known), sorted(self._block - known)
+
+    def known_names(self) -> list[str]:
+        """The entry-point names of the discovered third-party plugins (the valid ``--plugin`` names)."""
+        return sorted({_entry_name(i) for i in self.infos.values() if not i.builtin and i.distribution})
+
     def add_plugin(self, plugin: Any, name: str, info: PluginInfo | None = None) -> bool:
         """Register ``plugin`` and validate it; a failure is recorded in its status, never raised.
 
@@ -188,10 +231,12 @@ class PluginManager(pluggy.PluginManager):
         if registered is None:  # pluggy's answer for a blocked name
             info.status = "blocked"
             return False
-        unknown = [c.name for c in self.get_hookcallers(plugin) or [] if not c.has_spec()]
+        unknown = sorted(c.name for c in self.get_hookcallers(plugin) or [] if not c.has_spec())
         if unknown:
             self.unregister(plugin)
-            info.status = f"error: implements unknown hook {', '.join(sorted(unknown))}"
+            close = difflib.get_close_matches(unknown[0], [n for n in dir(hookspecs) if n.startswith("rl_")], n=1, cutoff=0.8)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            info.status = f"error: implements unknown hook {', '.join(unknown)}{hint}"
             return False
         info.hooks = sorted(c.name for c in self.get_hookcallers(plugin) or [])
         self._registries.clear()
@@ -239,7 +284,26 @@ class PluginManager(pluggy.PluginManager):
                     info.provides["commands"] = _commands_added(plugin, self)
                 except Exception as err:
                     info.status = f"error: rl_register_commands failed: {_one_line(err)}"
+        self._note_clashes()
         return list(self.infos.values())
+
+    def _note_clashes(self) -> None:
+        """Say in the status of a plugin that registers a name another plugin registers too (runs refuse both, see
+        :func:`rlcore._registry.collect`): a third party's, or each one's when no clashing plugin is rl-core's own."""
+        providers: dict[tuple[str, str], list[PluginInfo]] = {}
+        for info in self.infos.values():
+            for kind, names in info.provides.items():
+                for name in names:
+                    providers.setdefault((kind, name), []).append(info)
+        for (kind, name), infos in providers.items():
+            if len(infos) < 2 or kind == "commands":
+                continue
+            ours = [i for i in infos if first_party(_entry_name(i), i.distribution)]
+            for info in infos:
+                if info in ours or not info.ok:
+                    continue
+                others = ", ".join(repr(_entry_name(i)) for i in infos if i is not info)
+                info.status = f"error: {kind} name {name!r} is also registered by {others}; block one with --no-plugin"
 
     # ------------------------------------------------------------------ registries
     def registry(self, kind: str) -> dict[str, tuple[str, Any]]:
@@ -286,10 +350,11 @@ class PluginManager(pluggy.PluginManager):
         provider = FIRST_PARTY.get(kind, {}).get(name)
         for info in self.infos.values():
             if provider in (info.distribution, info.name) or info.name == name:
+                needs = f"{where}{singular} {name!r} needs plugin {_entry_name(info)!r} ({info.distribution})"
                 if info.status == "blocked":
-                    raise PluginError(f"{where}{singular} {name!r} needs plugin {info.name!r} ({info.distribution}), which is blocked")
+                    raise PluginError(f"{needs}, which is blocked")
                 if not info.ok:
-                    raise PluginError(f"{where}{singular} {name!r} needs plugin {info.name!r} ({info.distribution}), which is broken: {info.status[7:]}")
+                    raise PluginError(f"{needs}, which is broken: {info.status[7:]}")
         hint = f"; install {provider} for it" if provider and provider.startswith("rl-plugin-") else ""
         failed = [i for i in self.infos.values() if i.status.startswith(f"error: {KINDS[kind]} ")]
         if failed and not hint:
@@ -299,6 +364,24 @@ class PluginManager(pluggy.PluginManager):
         if patterns:
             choices += f", or a name of the form {' or '.join(patterns)}"
         raise ConfigError(f"{where}unknown {singular} {name!r} (valid choices: {choices}){hint}")
+
+    @contextlib.contextmanager
+    def making(self, kind: str, name: str) -> Iterator[str]:
+        """Around the call of the factory of ``name`` (from :meth:`factory`): an error raised inside names the plugin
+        that provides it (``plugin 'x' (rl-plugin-x) making hook 'name'``, see :func:`where_failed`).
+
+        :param kind: the registry kind.
+        :param name: the name made.
+        :return: the plugin as messages name it, for errors of the caller's own.
+        """
+        registry = self.registry(kind)
+        found = registry.get(name) or next((found for p, found in registry.items() if "*" in p and fnmatch.fnmatchcase(name, p)), None)
+        plugin = found[0] if found is not None else "?"
+        try:
+            yield _label(self, plugin)
+        except BaseException as err:
+            _mark(err, self, plugin, f"making {kind.rstrip('s').replace('_', ' ')} {name!r}")
+            raise
 
     def provider(self, kind: str, name: str) -> tuple[str, Any] | None:
         """``(plugin name, factory)`` of what provides ``name``, or ``None``.
@@ -400,7 +483,7 @@ class PluginManager(pluggy.PluginManager):
                         continue
                     out = impl.function(*args)
                 except BaseException as err:
-                    _mark(err, self, impl.plugin_name, hook_name)
+                    _mark(err, self, impl.plugin_name, f"at {hook_name}")
                     if mode != "every":
                         raise
                     first_error = first_error or err
@@ -435,7 +518,7 @@ class PluginManager(pluggy.PluginManager):
             if mode == "chain" and error is None and result is None:  # a wrapper that returns nothing leaves the data as it is
                 result = inner
             if error is not None:
-                _mark(error, self, impl.plugin_name, hook_name)
+                _mark(error, self, impl.plugin_name, f"at {hook_name}")
             if timer is not None:
                 timer[(impl.plugin_name, hook_name)] = timer.get((impl.plugin_name, hook_name), 0.0) + clock() - tic
         if error is not None:
@@ -449,13 +532,23 @@ class PluginManager(pluggy.PluginManager):
 Timer = dict[tuple[str, str], float]
 
 
-def _mark(error: BaseException, pm: PluginManager, plugin: str, hook_name: str) -> None:
-    """Note on ``error`` which plugin's implementation of which hook raised it (the innermost one)."""
+def _entry_name(info: PluginInfo) -> str:
+    """The entry-point name of a plugin (its :attr:`PluginInfo.name` without the ``" (distribution)"`` of a clash)."""
+    return info.name.removesuffix(f" ({info.distribution})")
+
+
+def _mark(error: BaseException, pm: PluginManager, plugin: str, doing: str) -> None:
+    """Note on ``error`` which plugin raised it doing what (``at rl_post_steps``, ``making hook 'x'``; the innermost one)."""
     if getattr(error, "rlcore_where", None) is None and not isinstance(error, (KeyboardInterrupt, SystemExit)):
-        info = pm.infos.get(plugin)
-        dist = f" ({info.distribution})" if info is not None and info.distribution else ""
         with contextlib.suppress(AttributeError):  # an exception type without a __dict__
-            error.rlcore_where = f"plugin {plugin!r}{dist} at {hook_name}"  # type: ignore[attr-defined]
+            error.rlcore_where = f"{_label(pm, plugin)} {doing}"  # type: ignore[attr-defined]
+
+
+def _label(pm: PluginManager, plugin: str) -> str:
+    """``plugin 'x' (rl-plugin-x)``: a plugin as messages name it."""
+    info = pm.infos.get(plugin)
+    dist = f" ({info.distribution})" if info is not None and info.distribution else ""
+    return f"plugin {plugin!r}{dist}"
 
 
 def _commands_added(plugin: Any, pm: PluginManager) -> list[str]:

@@ -18,7 +18,7 @@ from ._config import CONFIG_FILE, check_config, flatten, resolve_config, save_co
 from ._distributed import Distributed, DistributedCheckpoint, from_environment
 from ._distributed import check_config as check_distributed
 from ._envs import env_states, load_env_states, make_vector_env
-from ._errors import ConfigError
+from ._errors import ConfigError, PluginError
 from ._logger import generate_exp_name
 from ._markers import hookimpl
 from ._plugins import PluginManager, get_plugin_manager
@@ -216,13 +216,8 @@ def _build(config: dict[str, Any], run_dir: Path, pm: PluginManager, distributed
             schedule = LRSchedule(config["optim"]["lr_schedule"], config["optim"]["lr"], config["optim"]["lr_end"])
             trainer.register_plugin(schedule, "rlcore.lr_schedule")
         for name, options in config["hooks"].items():
-            if options is None:
-                continue
-            hook = pm.factory("hooks", name)(**options)
-            if isinstance(hook, TrainerHookBase):
-                hook.register(trainer, name)
-            else:  # an object with hook implementations, under a name no installed plugin has (the scaffold names both alike)
-                trainer.register_plugin(hook, f"hooks.{name}")
+            if options is not None:
+                _add_hook(trainer, pm, name, options)
     except BaseException:
         if collector is not None:
             collector.shutdown()  # it owns the env (and a remote one its workers)
@@ -230,6 +225,26 @@ def _build(config: dict[str, Any], run_dir: Path, pm: PluginManager, distributed
             env.close()
         raise
     return trainer
+
+
+def _add_hook(trainer: Trainer, pm: PluginManager, name: str, options: dict[str, Any]) -> None:
+    """Make the hook ``name`` of the config's ``hooks`` section and add it to ``trainer``: a ``TrainerHookBase`` is
+    ``register``-ed, any other object with hook implementations registered as a plugin of the run, under
+    ``hooks.<name>`` (a name no installed plugin has: the scaffold names both alike).
+
+    :raises PluginError: naming the plugin whose factory returned neither, or an object that implements an unknown hook.
+    """
+    with pm.making("hooks", name) as who:
+        hook = pm.factory("hooks", name)(**options)
+        if isinstance(hook, TrainerHookBase):
+            hook.register(trainer, name)
+            return
+        if not any(pm.parse_hookimpl_opts(hook, attr) is not None for attr in dir(hook)):
+            raise PluginError(f"hooks.{name}: {who} returned {hook!r:.60}, expected an rlcore.TrainerHookBase or an object with hook methods")
+        try:
+            trainer.register_plugin(hook, f"hooks.{name}")
+        except ValueError as err:
+            raise PluginError(f"hooks.{name}: {who} made an invalid hook: {err}") from None
 
 
 @dataclass(frozen=True)
@@ -291,7 +306,8 @@ def make_collector(
         frozenset(pm._block),
     )
     factory = pm.factory("collectors", name, key="collector.name")
-    return factory(env, policy, frames_per_batch, device=device, make_env=make_env, **options)
+    with pm.making("collectors", name):
+        return factory(env, policy, frames_per_batch, device=device, make_env=make_env, **options)
 
 
 def check_same_algorithm(run_dir: Path, algo: str) -> None:
@@ -354,12 +370,13 @@ def _build_parts(config: Mapping[str, Any], pm: PluginManager, num_envs: int | N
     try:
         algorithm = pm.factory("algorithms", config["algo"]["name"])
         device = torch.device(config["trainer"]["device"])
-        loss_module = algorithm.build(
-            config={k: v for k, v in config["algo"].items() if k != "name"},
-            observation_space=env.single_observation_space,
-            action_space=env.single_action_space,
-            device=device,
-        ).to(device)
+        with pm.making("algorithms", algorithm.name):
+            loss_module = algorithm.build(
+                config={k: v for k, v in config["algo"].items() if k != "name"},
+                observation_space=env.single_observation_space,
+                action_space=env.single_action_space,
+                device=device,
+            ).to(device)
     except BaseException:
         env.close()  # (an async env's workers with it)
         raise
@@ -368,7 +385,8 @@ def _build_parts(config: Mapping[str, Any], pm: PluginManager, num_envs: int | N
 
 def _backend(config: Mapping[str, Any], run_dir: Path, pm: PluginManager) -> CheckpointBackend:
     options = config["checkpoint"]
-    return pm.factory("checkpoint_backends", options["backend"])(directory=run_dir / "checkpoints", keep_last=options["keep_last"])
+    with pm.making("checkpoint_backends", options["backend"]):
+        return pm.factory("checkpoint_backends", options["backend"])(directory=run_dir / "checkpoints", keep_last=options["keep_last"])
 
 
 def _freeze(env: Any) -> None:

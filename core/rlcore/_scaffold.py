@@ -19,6 +19,7 @@ from string import Template
 from typing import TYPE_CHECKING
 
 from ._errors import ConfigError
+from ._plugins import FIRST_PARTY_PLUGINS
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -56,6 +57,8 @@ def check_name(name: str) -> None:
         raise ConfigError(f"invalid plugin name {name!r}: use {VALID_FORM}")
     if keyword.iskeyword(name.replace("-", "_")):
         raise ConfigError(f"invalid plugin name {name!r}: a Python keyword; use {VALID_FORM}")
+    if name in FIRST_PARTY_PLUGINS:
+        raise ConfigError(f"invalid plugin name {name!r}: rl-core's own {DIST_PREFIX}{name} has it; choose another")
 
 
 def scaffold(name: str, directory: Path) -> Path:

@@ -342,7 +342,7 @@ class Trainer:
         if self.plugin_manager.has_plugin(name):  # (add_plugin would note the failure on the plugin that has the name)
             raise ValueError(f"plugin name {name!r} is taken by another plugin; register this one under another name")
         if not self.plugin_manager.add_plugin(plugin, name):
-            raise ValueError(f"plugin {name!r} is invalid: {self.plugin_manager.infos[name].status}")
+            raise ValueError(self.plugin_manager.infos[name].status.removeprefix("error: "))
 
     # ------------------------------------------------------------------ control
     def stop(self) -> None:
@@ -374,11 +374,13 @@ class Trainer:
         :param values: ``{name: number, tensor or array}``.
         :param log_pbar: also show the scalars on the progress bar.
         :param force: log now even within ``log_interval`` of the last point (e.g. a final evaluation).
-        :raises TypeError: for a value that is neither a number, a tensor nor an array.
+        :raises TypeError: for a name that is not a string, or a value that is neither a number, a tensor nor an array.
         """
         step = self.collected_frames
         due: dict[str, float] = {}
         for key, value in values.items():
+            if not isinstance(key, str):
+                raise TypeError(f"cannot log {key!r}: a metric's name is a string, got {type(key).__name__}")
             number = _scalar(value)
             if number is None:
                 if not isinstance(value, (torch.Tensor, np.ndarray)):
@@ -589,7 +591,8 @@ class Trainer:
                 self._train_batch(batch)
             if self._pending:  # the means not logged yet, of metrics logged less often than every batch
                 pending, self._pending = self._pending, {}
-                self.log({key: total / count for key, (total, count) in pending.items()}, force=True)
+                step = self.collected_frames  # (a metric already logged at this frame count keeps its one point)
+                self.log({key: total / count for key, (total, count) in pending.items() if self._last_log.get(key) != step}, force=True)
             self._timed_save(force_save=True)
         except BaseException as err:
             failure = err

@@ -1,0 +1,94 @@
+"""A plugin author's mistakes, one per entry point: the host names each, and the rest of rl-core works on."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import rlcore
+from rlcore import Range, hookimpl
+
+
+class takes_a_first_party_name:
+    """Declared under the entry-point name ``pg``, which is rl-plugin-pg's."""
+
+    @staticmethod
+    @hookimpl
+    def rl_register_algorithms() -> Any:
+        return []
+
+
+class replaces_train:
+    """Adds ``rlctl boom`` and replaces ``rlctl train``."""
+
+    @staticmethod
+    @hookimpl
+    def rl_register_commands(cli: Any) -> None:
+        import click
+
+        @cli.command()
+        def boom() -> None:
+            click.echo("boom")
+
+        @cli.command()
+        def train() -> None:
+            click.echo("not training")
+
+
+class registers_csv:
+    """Registers a logger under the builtin's name ``csv``."""
+
+    @staticmethod
+    @hookimpl
+    def rl_register_loggers() -> Any:
+        return {"csv": rlcore.Logger}
+
+
+class misspells_a_hook:
+    """``rl_post_step`` for ``rl_post_steps``, without ``@hookimpl`` (a function named ``rl_...`` implements a hook)."""
+
+    @staticmethod
+    def rl_post_step(trainer: Any) -> None:
+        raise AssertionError("never called")
+
+
+class _Typo:
+    @hookimpl
+    def rl_post_step(self, trainer: Any) -> None:
+        raise AssertionError("never called")
+
+
+class _Counts:
+    calls = 0
+
+    def rl_post_steps(self) -> None:  # no @hookimpl: still the hook
+        _Counts.calls += 1
+
+
+def _raises(level: int = 1) -> Any:
+    raise ValueError("level must be even")
+
+
+def intruder_env(length: Annotated[int, Range(ge=1)] = 5, render_mode: str | None = None) -> Any:
+    """CartPole whose episodes end after ``length`` steps."""
+    import gymnasium
+
+    return gymnasium.make("CartPole-v1", max_episode_steps=length, render_mode=render_mode)
+
+
+class factories:
+    """Hook and wrapper factories that return what they must not, and an env with a declared option."""
+
+    @staticmethod
+    @hookimpl
+    def rl_register_hooks() -> Any:
+        return {"returns_none": lambda: None, "returns_int": lambda: 3, "raises": _raises, "typo": _Typo, "counts": _Counts}
+
+    @staticmethod
+    @hookimpl
+    def rl_register_env_wrappers() -> Any:
+        return {"returns_none": lambda env: None}
+
+    @staticmethod
+    @hookimpl
+    def rl_register_envs() -> Any:
+        return {"Intruder-v0": intruder_env}

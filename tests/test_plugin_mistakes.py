@@ -1,0 +1,146 @@
+"""A plugin author's mistakes (``tests/mistakes/rl-plugin-intruder``, installed as a real distribution, for these
+tests only): each is named in one line, and the rest of rl-core works on.
+
+The intruder's ``csv`` logger clashes with the builtin one, which refuses every run: the runs here block it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_rlctl
+
+import rlcore
+from rlcore._plugins import refresh_entry_points, where_failed
+from rlcore.testing import pip_install, use_site
+
+INTRUDER = Path(__file__).parent / "mistakes" / "rl-plugin-intruder"
+BY = "plugin 'intruder-factories' (rl-plugin-intruder)"
+
+
+@pytest.fixture(scope="module")
+def intruder_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    site = tmp_path_factory.mktemp("intruder")
+    pip_install([INTRUDER], site)
+    return site
+
+
+@pytest.fixture
+def intruder(intruder_site: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    use_site(intruder_site, monkeypatch)
+    monkeypatch.delenv("RLCORE_PLUGINS", raising=False)
+    yield intruder_site
+    refresh_entry_points()
+
+
+def runs_pm() -> rlcore.PluginManager:
+    return rlcore.get_plugin_manager(block=["intruder-csv"])
+
+
+def config(**sections: Any) -> dict[str, Any]:
+    """A short PPO run: 2 batches of 64 frames."""
+    base = {
+        "algo": {"name": "ppo"},
+        "env": {"num_envs": 2},
+        "collector": {"frames_per_batch": 64},
+        "trainer": {"total_frames": 128, "progress_bar": False, "seed": 0},
+    }
+    return {**base, **sections}
+
+
+def test_a_first_party_entry_point_name_stays_first_party(intruder: Path) -> None:
+    infos = rlcore.get_plugin_manager().infos
+    assert infos["pg"].distribution == "rl-plugin-pg" and infos["pg"].ok
+    assert infos["pg (rl-plugin-intruder)"].status == "error: plugin name 'pg' is taken by rl-plugin-pg; rename this entry point"
+    infos = rlcore.get_plugin_manager(block=["rl-plugin-intruder"]).infos  # blocking the intruder leaves rl-plugin-pg working
+    assert infos["pg"].distribution == "rl-plugin-pg" and infos["pg"].ok and infos["pg (rl-plugin-intruder)"].status == "blocked"
+    infos = rlcore.get_plugin_manager(block=["rl-plugin-pg"]).infos  # the user's choice: the other one
+    assert infos["pg"].distribution == "rl-plugin-intruder" and infos["pg"].ok and infos["pg (rl-plugin-pg)"].status == "blocked"
+
+
+def test_a_plugin_that_replaces_a_command_adds_none(intruder: Path) -> None:
+    result = run_rlctl("train", "--help")
+    assert result.returncode == 0 and "--algo" in result.stdout
+    assert run_rlctl("boom").returncode == 2  # its other command is left out with it
+    listed = {p["name"]: p for p in json.loads(run_rlctl("plugins", "list", "--json").stdout)}
+    status = "error: rl_register_commands failed: ValueError: it replaces the command 'train'; add a command of another name"
+    assert listed["intruder-command"]["status"] == status
+
+
+def test_a_plugin_name_to_load_must_be_installed(intruder: Path) -> None:
+    result = run_rlctl("--plugin", "nosuch", "plugins", "list")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert result.stderr.startswith("rlctl: error: --plugin: no installed plugin is named 'nosuch' (valid choices: ")
+    assert "intruder-factories" in result.stderr and "Traceback" not in result.stderr
+    result = run_rlctl("plugins", "list", env={"RLCORE_PLUGINS": "rl-plugin-pg,nosuch"})
+    assert result.returncode == 2 and result.stderr.startswith("rlctl: error: RLCORE_PLUGINS: no installed plugin is named 'nosuch'")
+    result = run_rlctl("--no-plugin", "nosuch", "--plugin", "rl-plugin-pg", "plugins", "list")  # blocked either way: a warning
+    assert result.returncode == 0 and "rlctl: warning: --no-plugin nosuch: no installed plugin has that name" in result.stderr
+
+
+def test_plugins_list_shows_a_name_registered_twice(intruder: Path) -> None:
+    infos = {i.name: i for i in rlcore.get_plugin_manager().describe()}
+    assert infos["intruder-csv"].status == "error: loggers name 'csv' is also registered by 'rlcore.csv'; block one with --no-plugin"
+    assert infos["rlcore.csv"].ok
+
+
+def test_a_function_named_after_a_hook_implements_it(intruder: Path, tmp_path: Path) -> None:
+    import rl_plugin_intruder
+
+    pm = runs_pm()
+    assert pm.infos["intruder-typo"].status == "error: implements unknown hook rl_post_step (did you mean rl_post_steps?)"
+    rl_plugin_intruder._Counts.calls = 0
+    trainer = rlcore.build_trainer(config(hooks={"counts": {}}), run_dir=tmp_path / "run", plugin_manager=pm)
+    trainer.train()
+    assert rl_plugin_intruder._Counts.calls == trainer.batches == 2
+
+
+@pytest.mark.parametrize(
+    ("hook", "message"),
+    [
+        ("returns_none", f"hooks.returns_none: {BY} returned None, expected an rlcore.TrainerHookBase or an object with hook methods"),
+        ("returns_int", f"hooks.returns_int: {BY} returned 3, expected an rlcore.TrainerHookBase or an object with hook methods"),
+        ("typo", f"hooks.typo: {BY} made an invalid hook: implements unknown hook rl_post_step (did you mean rl_post_steps?)"),
+    ],
+)
+def test_a_hook_factory_that_makes_no_hook(intruder: Path, tmp_path: Path, hook: str, message: str) -> None:
+    with pytest.raises(rlcore.PluginError) as info:
+        rlcore.build_trainer(config(hooks={hook: {}}), run_dir=tmp_path / "run", plugin_manager=runs_pm())
+    assert str(info.value) == message
+    assert not (tmp_path / "run").exists()  # a run that cannot start removes the directory it made
+
+
+def test_a_factory_that_raises_is_named(intruder: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="level must be even") as info:
+        rlcore.build_trainer(config(hooks={"raises": {}}), run_dir=tmp_path / "run", plugin_manager=runs_pm())
+    assert where_failed(info.value) == f"{BY} making hook 'raises': "
+    with pytest.raises(rlcore.PluginError) as wrapper_info:
+        rlcore.build_trainer(config(env={"wrappers": {"returns_none": {}}}), run_dir=tmp_path / "run", plugin_manager=runs_pm())
+    assert str(wrapper_info.value) == f"env.wrappers.returns_none: {BY} returned None, expected a gymnasium.vector.VectorEnv"
+
+
+def test_from_the_command_line(intruder: Path, tmp_path: Path) -> None:
+    args = ["--plugin", "rl-plugin-pg", "--plugin", "intruder-factories", "train", "--algo", "ppo", "--set", "trainer.total_frames=128", "--set", "trainer.progress_bar=false"]
+    result = run_rlctl(*args, "--out", str(tmp_path / "a"), "--set", "hooks.returns_none={}")
+    assert result.returncode == 2 and result.stderr.strip().splitlines() == [
+        f"rlctl: error: hooks.returns_none: {BY} returned None, expected an rlcore.TrainerHookBase or an object with hook methods"
+    ]
+    result = run_rlctl(*args, "--out", str(tmp_path / "b"), "--set", "hooks.raises={}", env={"RLCORE_TRACEBACK": "0"})
+    assert result.returncode == 1 and result.stderr.strip().splitlines() == [
+        f"rlctl: error: training failed: {BY} making hook 'raises': ValueError: level must be even"
+    ]
+
+
+def test_env_kwargs_of_a_registered_env_are_checked_against_its_factory(intruder: Path, tmp_path: Path) -> None:
+    pm = runs_pm()
+    with pytest.raises(rlcore.ConfigError, match=r"^env\.kwargs\.length: expected an integer >= 1, got 0$"):
+        rlcore.build_trainer(config(env={"id": "Intruder-v0", "kwargs": {"length": 0}}), run_dir=tmp_path / "run", plugin_manager=pm)
+    env = rlcore.make_vector_env("Intruder-v0", 1, kwargs={"length": 3}, plugin_manager=pm)
+    env.reset(seed=0)
+    ends = [bool(env.step(env.action_space.sample())[3][0]) for _ in range(3)]
+    env.close()
+    assert ends == [False, False, True]  # truncated at its length (unless it fell first: seed 0 does not)
