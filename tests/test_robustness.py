@@ -103,6 +103,14 @@ def test_every_file_of_a_run_stays_inside_it(with_plugins, tmp_path, capsys):
     assert code == 0 and (tmp_path / "c" / "logs" / "m.csv").is_file()
 
 
+def test_a_run_directory_that_cannot_be_made_is_one_line(tmp_path, capsys):
+    (tmp_path / "afile").write_text("")
+    code, err = cli(capsys, *PPO, "--out", str(tmp_path / "afile" / "run"))
+    assert (code, err) == (2, f"rlctl: error: {tmp_path / 'afile' / 'run'}: cannot be created (Not a directory)\n")
+    code, err = cli(capsys, *PPO, "--out", str(tmp_path / "afile"))
+    assert (code, err) == (2, f"rlctl: error: Invalid value for '--out': Directory '{tmp_path / 'afile'}' is a file. (rlctl train --help)\n")
+
+
 def test_a_failed_resume_leaves_the_run_exactly_as_it_was(tmp_path, capsys):
     run = tmp_path / "run"
     assert cli(capsys, *PPO, "--out", str(run))[0] == 0
@@ -110,7 +118,11 @@ def test_a_failed_resume_leaves_the_run_exactly_as_it_was(tmp_path, capsys):
     code, err = cli(capsys, "train", "--resume", str(run), "--set", "algo.hidden_sizes=[128,128]")
     assert code == 2 and err.startswith("rlctl: error: --resume: the checkpoint does not fit this config (") and err.count("\n") == 1
     code, err = cli(capsys, "train", "--resume", str(run), "--algo", "a2c")
-    assert (code, err) == (2, f"rlctl: error: algo.name: the run in {run} trains 'ppo'; resuming it with 'a2c' is refused\n")
+    assert (code, err) == (2, f"rlctl: error: algo.name: the run in {run} has 'ppo'; resuming it with 'a2c' is refused\n")
+    code, err = cli(capsys, "train", "--resume", str(run), "--set", "env.num_envs=4")
+    assert (code, err) == (2, f"rlctl: error: env.num_envs: the run in {run} has 8; resuming it with 4 is refused\n")
+    code, err = cli(capsys, "train", str(run / "config.yaml"), "--resume", str(run))
+    assert code == 2 and err.endswith("--resume continues the run with its own config (RUN_DIR/config.yaml): give no CONFIG, and --set to change a value (rlctl train --help)\n")
     assert snapshot(run) == before
     code, err = cli(capsys, "train", "--resume", str(run), "--frames", "768")
     assert code == 0 and "resumed from" in err and rows(run)[-1]["frames"] == "768"
@@ -207,6 +219,13 @@ def test_each_command_words_its_own_failure(with_plugins, toy_pm, tmp_path, caps
     assert code == 1 and err.splitlines()[-1] == "rlctl: error: evaluation failed: KeyError: 'loss_module'"
     code, err = cli(capsys, *QUIET, "eval", str(run), "--episodes", "0")
     assert code == 2 and "Invalid value for '--episodes'" in err
+    code, err = cli(capsys, *QUIET, "eval", str(run), "--seed", "-1")
+    assert code == 2 and "Invalid value for '--seed'" in err
+    other = tmp_path / "other"
+    assert cli(capsys, *PPO, "--frames", "64", "--out", str(other))[0] == 0
+    theirs = max((other / "checkpoints").iterdir())
+    code, err = cli(capsys, *QUIET, "eval", str(run), "--checkpoint", str(theirs))
+    assert code == 2 and err.startswith(f"rlctl: error: {theirs}: not a checkpoint of the run in {run} (") and err.count("\n") == 1
 
 
 def test_eval_needs_none_of_the_runs_logger_plugins(with_plugins, tmp_path, capsys):
@@ -324,3 +343,30 @@ def test_loggers_closing_in_their_own_thread_still_see_that_the_run_failed(tmp_p
         make_trainer(tmp_path / "a", plugins=[Boom()], loggers=[failed]).train()
     make_trainer(tmp_path / "b", loggers=[finished]).train()
     assert (failed.status, finished.status) == ("failed", "finished")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["--env", "FrozenLake-v1"], "algo.name: the pg algorithms need a Box observation space, the env has Discrete"),
+        (["--set", "env.wrappers={resize: {height: 64, width: 64}}"], "env.wrappers.resize: does not fit the env ("),
+        (["--set", "env.wrappers={grayscale: {}}"], "env.wrappers.grayscale: does not fit the env ("),
+        (["--set", "env.wrappers={atari: {}}"], "env.wrappers.atari: does not fit the env (needs an Atari env of ale-py (ALE/Pong-v5, ...), got CartPole-v1)"),
+        (["--set", "hooks.target_updater={}"], "hooks.target_updater: the loss module of ppo has no target networks to update"),
+    ],
+)
+def test_parts_that_do_not_fit_the_env_or_algorithm_are_one_line(tmp_path, capsys, overrides, message):
+    pytest.importorskip("rl_plugin_envs")
+    code, err = cli(capsys, *PPO, *overrides, "--out", str(tmp_path / "run"))
+    assert code == 2 and err.startswith(f"rlctl: error: {message}") and err.count("\n") == 1, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_usage_errors_are_one_line_with_where_the_help_is(capsys):
+    code, err = cli(capsys, "eval", "runs/none-such")
+    assert code == 2 and err.startswith("rlctl: error: Invalid value for 'RUN_DIR'") and err.endswith("(rlctl eval --help)\n")
+    assert err.count("\n") == 1
+    code, err = cli(capsys, "config", "show")
+    assert (code, err) == (2, "rlctl: error: config show: name an algorithm (valid choices: a2c, dqn, pg, ppo, ppo-kl, sac, spg)\n")
+    code, err = cli(capsys, "--no-plugin", "rl-plugin-video", "eval", ".", "--video")
+    assert code == 2 and err.splitlines()[-1] == "rlctl: eval --video comes with rl-plugin-video: pip install rl-plugin-video"

@@ -101,16 +101,20 @@ def make_cli(pm: PluginManager) -> click.Group:
         """Default configs."""
 
     @config.command("show")
-    @click.argument("algo")
+    @click.argument("algo", required=False)
     @click.option("--env", "env_id", help="Show the config for this env (with the algorithm's preset for it, if any).")
-    def config_show(algo: str, env_id: str | None) -> None:
+    def config_show(algo: str | None, env_id: str | None) -> None:
         """Print the default config of ALGO, ready to edit and pass to `rlctl train`."""
-        from ._config import dump_config, load_config
+        from ._config import check_config, dump_config, load_config
 
+        if algo is None:
+            raise ConfigError(f"config show: name an algorithm (valid choices: {', '.join(sorted(pm.registry('algorithms'))) or 'none installed'})")
         sections: dict[str, Any] = {"algo": {"name": algo}}
         if env_id:
             sections["env"] = {"id": env_id}
-        click.echo(dump_config(load_config(plugin_manager=pm, **sections)), nl=False)
+        config = load_config(plugin_manager=pm, **sections)
+        check_config(config, pm)  # an env id that does not exist, with close matches
+        click.echo(dump_config(config), nl=False)
 
     @cli.command()
     @click.argument("config_file", metavar="[CONFIG]", required=False, type=click.Path(dir_okay=False))
@@ -146,13 +150,14 @@ def make_cli(pm: PluginManager) -> click.Group:
             raise click.UsageError("--out and --resume name different run directories; --resume continues the run where it is")
         if resume and force:
             raise click.UsageError("--force starts a run afresh and --resume continues it: choose one")
+        if resume and config_file is not None:
+            raise click.UsageError("--resume continues the run with its own config (RUN_DIR/config.yaml): give no CONFIG, and --set to change a value")
         if resume:
-            from ._run import check_same_algorithm
+            from ._run import check_same_run
 
-            if algo is not None:
-                check_same_algorithm(Path(resume), algo)
+            check_same_run(Path(resume), {"algo": {"name": algo}, "env": {"id": env_id}})
             run_dir = resume
-            config_file = config_file or str(Path(resume) / CONFIG_FILE)
+            config_file = str(Path(resume) / CONFIG_FILE)
         sections: dict[str, Any] = {}
         shortcuts = {("algo", "name"): algo, ("env", "id"): env_id}
         numbers = {("trainer", "total_frames"): frames, ("trainer", "seed"): seed}  # read as --set reads values
@@ -180,7 +185,7 @@ def make_cli(pm: PluginManager) -> click.Group:
     @click.option(
         "--checkpoint", "checkpoint_path", type=click.Path(exists=True), help="A checkpoint of RUN_DIR (default: the last good one)."
     )
-    @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the evaluation env.")
+    @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the evaluation env.")
     def evaluate_cmd(
         run_dir: str, episodes: int, checkpoint_path: str | None, seed: int, **evaluate_kwargs: Any
     ) -> dict[str, Any]:
@@ -262,8 +267,8 @@ def _install_hint(message: str) -> str | None:
 
     for name, dist in FIRST_PARTY["commands"].items():
         command, _, option = name.partition(" ")
-        missing = f"No such option: {option}" if option else f"No such command '{command}'"
-        if missing in message:
+        missing = (f"No such option: {option}", f"No such option '{option}'") if option else (f"No such command '{command}'",)
+        if any(text in message for text in missing):
             return f"{name} comes with {dist}: pip install {dist}"
     return None
 
@@ -313,11 +318,15 @@ def _run(cli: click.Group, argv: list[str]) -> int:
         return 130
     except click.exceptions.Exit as done:
         return done.exit_code
-    except click.ClickException as err:
-        err.show()
+    except click.UsageError as err:  # one line, as every bad input: the message and where the help is
+        command = " ".join(err.ctx.command_path.split()[1:]) if err.ctx is not None else ""
+        _echo_error(f"{err.format_message()} (rlctl {command + ' ' if command else ''}--help)")
         hint = _install_hint(err.format_message())
         if hint:
             click.echo(f"rlctl: {hint}", err=True)
+        return EXIT_USAGE
+    except click.ClickException as err:
+        err.show()
         return EXIT_USAGE
     except (ConfigError, RLCoreError) as err:
         _echo_error(str(err))

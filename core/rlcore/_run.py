@@ -126,8 +126,8 @@ def build_trainer(
     trainer = None
     try:
         if resume:
-            same_algorithm = partial(check_same_algorithm, path, config["algo"]["name"])
-            same_algorithm() if distributed is None else distributed.on_main(same_algorithm)
+            same_run = partial(check_same_run, path, config)
+            same_run() if distributed is None else distributed.on_main(same_run)
         trainer = _build(config, path, pm, distributed)
         if resume:
             _resume(trainer)
@@ -310,16 +310,24 @@ def make_collector(
         return factory(env, policy, frames_per_batch, device=device, make_env=make_env, **options)
 
 
-def check_same_algorithm(run_dir: Path, algo: str) -> None:
-    """A resumed run keeps its algorithm: its checkpoint holds that algorithm's state.
+#: what a resumed run keeps: its checkpoint holds that algorithm's state, and the state of that many envs of that id
+RESUME_KEEPS = (("algo", "name"), ("env", "id"), ("env", "num_envs"))
 
-    :raises ConfigError: when the run in ``run_dir`` trains another algorithm than ``algo``.
+
+def check_same_run(run_dir: Path, config: Mapping[str, Any]) -> None:
+    """A resumed run keeps its algorithm and its envs (:data:`RESUME_KEEPS`).
+
+    :param run_dir: the run resumed.
+    :param config: the config it is resumed with (whole, or only the sections given).
+    :raises ConfigError: naming the first key whose value differs from the run's.
     """
     from ._config import read_config_file
 
-    before = read_config_file(run_dir / CONFIG_FILE).get("algo", {}).get("name")
-    if before is not None and before != algo:
-        raise ConfigError(f"algo.name: the run in {run_dir} trains {before!r}; resuming it with {algo!r} is refused")
+    before = read_config_file(run_dir / CONFIG_FILE)
+    for section, key in RESUME_KEEPS:
+        was, now = before.get(section, {}).get(key), config.get(section, {}).get(key)
+        if was is not None and now is not None and was != now:
+            raise ConfigError(f"{section}.{key}: the run in {run_dir} has {was!r}; resuming it with {now!r} is refused")
 
 
 def _resume(trainer: Trainer) -> Path | None:

@@ -56,7 +56,10 @@ class RunDirectory:
             if not force:
                 raise RunDirectoryError(f"{self.path}: already holds a run; --resume it, or start it afresh with --force")
         if not self.path.exists():
-            self.path.mkdir(parents=True)
+            try:
+                self.path.mkdir(parents=True)
+            except OSError as err:
+                raise RunDirectoryError(f"{self.path}: cannot be created ({err.strerror or err})") from None
             self.created = True
         self._lock()
 

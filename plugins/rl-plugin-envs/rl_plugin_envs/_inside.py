@@ -102,6 +102,8 @@ def atari(env: gymnasium.Env, **options: Any) -> gymnasium.Env:
     :param options: ``AtariPreprocessing``'s (``noop_max``, ``frame_skip``, ``screen_size``, ...).
     """
     base = env.unwrapped
+    if not type(base).__module__.startswith("ale_py"):
+        raise ValueError(f"needs an Atari env of ale-py (ALE/Pong-v5, ...), got {env.spec.id if env.spec else type(base).__name__}")
     if getattr(base, "_frameskip", 1) != 1:
         base._frameskip = 1  # ALE v5 ids skip 4 frames themselves; the wrapper's frame skip (1 included) replaces it
     return AtariPreprocessing(env, **options)
@@ -137,8 +139,9 @@ def wrap_each_env(env: Any, wrap: Callable[[Any], Any], key: str) -> Any:
         raise ConfigError(f"{key}: acts inside each env, which the {type(base).__name__} vectorization does not allow (valid choices: sync, async)")
     try:
         rebuilt = type(base)([partial(_wrapped, fn, wrap) for fn in fns])
-    except TypeError as err:
-        raise ConfigError(f"{key}: cannot wrap the envs of {type(base).__name__} one by one ({err})") from None
+    except (TypeError, ValueError, AssertionError) as err:  # what Gymnasium's wrappers raise for an env they do not fit
+        text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ConfigError(f"{key}: does not fit the env ({text})") from None
     if rebuilt.metadata.get("autoreset_mode") != AutoresetMode.SAME_STEP:
         rebuilt.close()
         raise ConfigError(f"{key}: {type(base).__name__} rebuilt loses SAME_STEP autoreset (valid choices: sync, async)")

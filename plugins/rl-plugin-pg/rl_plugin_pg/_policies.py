@@ -36,6 +36,8 @@ from tensordict import TensorDictBase
 from tensordict.nn import InteractionType, TensorDictModuleBase, interaction_type
 from torch import nn
 
+from rlcore import ConfigError
+
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "tanh": torch.tanh,
     "relu": F.relu,
@@ -252,12 +254,12 @@ def make_actor_critic(
     :param cnn_strides: stride of each convolution.
     :param cnn_features: width of the CNN's last layer.
     :param options: the remaining :class:`ActorCritic` parameters.
-    :raises ValueError: for spaces this policy does not handle.
+    :raises rlcore.ConfigError: for spaces this policy does not handle.
     """
     from gymnasium import spaces
 
     if not isinstance(observation_space, spaces.Box):
-        raise ValueError(f"the pg policies need a Box observation space, got {type(observation_space).__name__}")
+        raise ConfigError(f"algo.name: the pg algorithms need a Box observation space, the env has {type(observation_space).__name__}")
     from rl_plugin_nets import image_encoder
 
     cnn = image_encoder(observation_space, encoder, cnn_channels=cnn_channels, cnn_kernels=cnn_kernels, cnn_strides=cnn_strides, cnn_features=cnn_features)
@@ -272,4 +274,4 @@ def make_actor_critic(
         return ActorCritic(
             obs_shape, int(action_space.shape[0]), discrete=False, low=action_space.low, high=action_space.high, **options
         )
-    raise ValueError(f"the pg policies handle Discrete and 1-D Box action spaces, got {action_space}")
+    raise ConfigError(f"algo.name: the pg algorithms need a Discrete or one-dimensional Box action space, the env has {action_space}")

@@ -9,6 +9,7 @@ from gymnasium import spaces
 from tensordict import TensorDict
 from tensordict.nn import InteractionType, set_interaction_type
 
+import rlcore
 from rl_plugin_pg._policies import make_actor_critic
 
 
@@ -96,8 +97,10 @@ def test_shared_trunk_and_image_like_observations():
 
 
 def test_unsupported_spaces_are_refused():
-    with pytest.raises(ValueError, match="Discrete and 1-D Box"):
+    with pytest.raises(rlcore.ConfigError, match=r"^algo\.name: the pg algorithms need a Discrete or one-dimensional Box action space"):
         make_actor_critic(spaces.Box(-1, 1, (3,)), spaces.MultiDiscrete([2, 2]))
+    with pytest.raises(rlcore.ConfigError, match=r"^algo\.name: the pg algorithms need a Box observation space, the env has Discrete$"):
+        make_actor_critic(spaces.Discrete(16), spaces.Discrete(4))
     with pytest.raises(ValueError, match="unknown activation"):
         make_actor_critic(spaces.Box(-1, 1, (3,)), spaces.Discrete(2), activation="swishy")
 

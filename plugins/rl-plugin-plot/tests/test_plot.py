@@ -100,3 +100,12 @@ def test_read_metrics_names_the_file_it_cannot_use(tmp_path: Path) -> None:
     (tmp_path / "b" / "metrics.csv").write_text("step,metric\n1,2\n")
     with pytest.raises(rlcore.ConfigError, match=r"metrics\.csv: not an rl-core metrics file \(expected the columns frames,name,value"):
         read_metrics(tmp_path / "b")
+
+
+def test_a_damaged_row_is_dropped_with_a_warning(tmp_path: Path) -> None:
+    write_run(tmp_path / "a", 1.0)
+    with open(tmp_path / "a" / "metrics.csv", "a", encoding="utf-8") as handle:
+        handle.write("2816,train/episode_ret")  # the half-written last line of a killed run
+    with pytest.warns(UserWarning, match=r"metrics\.csv line 22 is damaged and was dropped"):
+        frames, values = read_metrics(tmp_path / "a")["train/episode_return"]
+    assert frames == [256 * step for step in range(1, 11)] and values == [float(step) for step in range(1, 11)]

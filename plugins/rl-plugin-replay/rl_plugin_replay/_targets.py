@@ -22,7 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import nn
 
-from rlcore import TrainerHookBase
+from rlcore import ConfigError, TrainerHookBase
 
 
 @runtime_checkable
@@ -111,8 +111,17 @@ class _TargetUpdate(TrainerHookBase):
         raise NotImplementedError
 
     def register(self, trainer: Any, name: str = "target_updater") -> None:
-        """Update ``trainer.loss_module``'s targets at ``post_optim``; checkpoint the step count under ``name``."""
+        """Update ``trainer.loss_module``'s targets at ``post_optim``; checkpoint the step count under ``name``.
+
+        :raises rlcore.ConfigError: when the loss module declares no target networks (an on-policy algorithm's).
+        """
         if self._loss_module is None:
+            if not isinstance(trainer.loss_module, TargetNetworks):
+                algo = trainer.config.get("algo", {}).get("name") if trainer.config else None
+                raise ConfigError(
+                    f"hooks.{name}: the loss module of {algo or type(trainer.loss_module).__name__} has no target networks to update "
+                    "(it has no target_networks(); dqn and sac have)"
+                )
             self.attach(trainer.loss_module)
         trainer.register_op("post_optim", self.step)
         trainer.register_module(name, self)
