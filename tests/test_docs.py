@@ -275,7 +275,7 @@ def test_rlctl_lines_parse(where: str, args: list[str], out: str | None, capsys:
 
 
 @pytest.mark.parametrize(
-    "args", [["nope"], ["train", "--bogus"], ["config", "show"], ["plugins", "list", "--jsn"], ["--no-such-flag", "plugins", "list"]]
+    "args", [["nope"], ["train", "--bogus"], ["eval"], ["plugins", "list", "--jsn"], ["--no-such-flag", "plugins", "list"]]
 )
 def test_the_parse_refuses_what_rlctl_refuses(args: list[str]) -> None:
     with pytest.raises(click.UsageError):
