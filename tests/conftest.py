@@ -66,3 +66,9 @@ def run_rlctl(
 def rlctl(with_plugins: Path) -> Any:
     """``rlctl(*args, env=None, cwd=None)``: run rlctl in a subprocess that sees the test plugins."""
     return run_rlctl
+
+
+@pytest.fixture
+def rlctl_bare() -> Any:
+    """``rlctl(*args, env=None, cwd=None)``: run rlctl in a subprocess that sees what the test's own fixtures installed."""
+    return run_rlctl

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_rlctl
 
 import rlcore
 from rlcore._plugins import refresh_entry_points, where_failed
@@ -62,23 +61,23 @@ def test_a_first_party_entry_point_name_stays_first_party(intruder: Path) -> Non
     assert infos["pg"].distribution == "rl-plugin-intruder" and infos["pg"].ok and infos["pg (rl-plugin-pg)"].status == "blocked"
 
 
-def test_a_plugin_that_replaces_a_command_adds_none(intruder: Path) -> None:
-    result = run_rlctl("train", "--help")
+def test_a_plugin_that_replaces_a_command_adds_none(intruder: Path, rlctl_bare: Any) -> None:
+    result = rlctl_bare("train", "--help")
     assert result.returncode == 0 and "--algo" in result.stdout
-    assert run_rlctl("boom").returncode == 2  # its other command is left out with it
-    listed = {p["name"]: p for p in json.loads(run_rlctl("plugins", "list", "--json").stdout)}
+    assert rlctl_bare("boom").returncode == 2  # its other command is left out with it
+    listed = {p["name"]: p for p in json.loads(rlctl_bare("plugins", "list", "--json").stdout)}
     status = "error: rl_register_commands failed: ValueError: it replaces the command 'train'; add a command of another name"
     assert listed["intruder-command"]["status"] == status
 
 
-def test_a_plugin_name_to_load_must_be_installed(intruder: Path) -> None:
-    result = run_rlctl("--plugin", "nosuch", "plugins", "list")
+def test_a_plugin_name_to_load_must_be_installed(intruder: Path, rlctl_bare: Any) -> None:
+    result = rlctl_bare("--plugin", "nosuch", "plugins", "list")
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     assert result.stderr.startswith("rlctl: error: --plugin: no installed plugin is named 'nosuch' (valid choices: ")
     assert "intruder-factories" in result.stderr and "Traceback" not in result.stderr
-    result = run_rlctl("plugins", "list", env={"RLCORE_PLUGINS": "rl-plugin-pg,nosuch"})
+    result = rlctl_bare("plugins", "list", env={"RLCORE_PLUGINS": "rl-plugin-pg,nosuch"})
     assert result.returncode == 2 and result.stderr.startswith("rlctl: error: RLCORE_PLUGINS: no installed plugin is named 'nosuch'")
-    result = run_rlctl("--no-plugin", "nosuch", "--plugin", "rl-plugin-pg", "plugins", "list")  # blocked either way: a warning
+    result = rlctl_bare("--no-plugin", "nosuch", "--plugin", "rl-plugin-pg", "plugins", "list")  # blocked either way: a warning
     assert result.returncode == 0 and "rlctl: warning: --no-plugin nosuch: no installed plugin has that name" in result.stderr
 
 
@@ -123,13 +122,13 @@ def test_a_factory_that_raises_is_named(intruder: Path, tmp_path: Path) -> None:
     assert str(wrapper_info.value) == f"env.wrappers.returns_none: {BY} returned None, expected a gymnasium.vector.VectorEnv"
 
 
-def test_from_the_command_line(intruder: Path, tmp_path: Path) -> None:
+def test_from_the_command_line(intruder: Path, tmp_path: Path, rlctl_bare: Any) -> None:
     args = ["--plugin", "rl-plugin-pg", "--plugin", "intruder-factories", "train", "--algo", "ppo", "--set", "trainer.total_frames=128", "--set", "trainer.progress_bar=false"]
-    result = run_rlctl(*args, "--out", str(tmp_path / "a"), "--set", "hooks.returns_none={}")
+    result = rlctl_bare(*args, "--out", str(tmp_path / "a"), "--set", "hooks.returns_none={}")
     assert result.returncode == 2 and result.stderr.strip().splitlines() == [
         f"rlctl: error: hooks.returns_none: {BY} returned None, expected an rlcore.TrainerHookBase or an object with hook methods"
     ]
-    result = run_rlctl(*args, "--out", str(tmp_path / "b"), "--set", "hooks.raises={}", env={"RLCORE_TRACEBACK": "0"})
+    result = rlctl_bare(*args, "--out", str(tmp_path / "b"), "--set", "hooks.raises={}", env={"RLCORE_TRACEBACK": "0"})
     assert result.returncode == 1 and result.stderr.strip().splitlines() == [
         f"rlctl: error: training failed: {BY} making hook 'raises': ValueError: level must be even"
     ]

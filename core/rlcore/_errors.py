@@ -13,3 +13,9 @@ class ConfigError(RLCoreError):
 
 class PluginError(RLCoreError):
     """A plugin the run needs is missing, blocked or broken (``rlctl`` exits with 2)."""
+
+
+def first_line(err: BaseException) -> str:
+    """The first line of an error's message, or its type's name when it has none (for one-line messages)."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

@@ -18,7 +18,7 @@ from tensordict.nn import InteractionType, set_interaction_type
 from ._collector import _to_tensor
 from ._config import CONFIG_FILE, read_config_file, resolve_config
 from ._envs import load_env_states
-from ._errors import ConfigError
+from ._errors import ConfigError, first_line
 from ._plugins import PluginManager, get_plugin_manager
 from ._run import _backend, _build_parts, _freeze
 
@@ -196,8 +196,7 @@ def evaluate_run(
             loss_module.load_state_dict(model)
             load_env_states(env, env_state)
         except (RuntimeError, KeyError, ValueError) as err:  # another run's checkpoint: other networks or envs
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise ConfigError(f"{path}: not a checkpoint of the run in {run_dir} ({first})") from None
+            raise ConfigError(f"{path}: not a checkpoint of the run in {run_dir} ({first_line(err)})") from None
         _freeze(env)
         result = evaluate(loss_module.policy, env, episodes, seed=seed, on_frame=on_frame)
     finally:

@@ -374,9 +374,8 @@ class PluginManager(pluggy.PluginManager):
         :param name: the name made.
         :return: the plugin as messages name it, for errors of the caller's own.
         """
-        registry = self.registry(kind)
-        found = registry.get(name) or next((found for p, found in registry.items() if "*" in p and fnmatch.fnmatchcase(name, p)), None)
-        plugin = found[0] if found is not None else "?"
+        found = self._registered(kind, name)
+        plugin = found[1][0] if found is not None else "?"
         try:
             yield _label(self, plugin)
         except BaseException as err:
@@ -392,13 +391,18 @@ class PluginManager(pluggy.PluginManager):
         :param kind: the registry kind.
         :param name: the name asked for.
         """
+        found = self._registered(kind, name)
+        if found is None:
+            return None
+        key, (plugin, factory) = found
+        return (plugin, factory(name)) if "*" in key else (plugin, factory)
+
+    def _registered(self, kind: str, name: str) -> tuple[str, tuple[str, Any]] | None:
+        """``(registered name or pattern, (plugin name, its factory or resolver))`` that ``name`` matches, or ``None``."""
         registry = self.registry(kind)
         if name in registry:
-            return registry[name]
-        for pattern, (plugin, resolver) in registry.items():
-            if "*" in pattern and fnmatch.fnmatchcase(name, pattern):
-                return plugin, resolver(name)
-        return None
+            return name, registry[name]
+        return next(((key, found) for key, found in registry.items() if "*" in key and fnmatch.fnmatchcase(name, key)), None)
 
     def warn_broken(self) -> None:
         """Warn about every broken plugin, once each (one whose registry hook failed was warned about then)."""

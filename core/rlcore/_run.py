@@ -18,7 +18,7 @@ from ._config import CONFIG_FILE, check_config, flatten, resolve_config, save_co
 from ._distributed import Distributed, DistributedCheckpoint, from_environment
 from ._distributed import check_config as check_distributed
 from ._envs import env_states, load_env_states, make_vector_env
-from ._errors import ConfigError, PluginError
+from ._errors import ConfigError, PluginError, first_line
 from ._logger import generate_exp_name
 from ._markers import hookimpl
 from ._plugins import PluginManager, get_plugin_manager
@@ -343,8 +343,7 @@ def _resume(trainer: Trainer) -> Path | None:
     except CheckpointError:
         raise
     except (RuntimeError, KeyError, ValueError) as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ConfigError(f"--resume: the checkpoint does not fit this config ({first})") from None
+        raise ConfigError(f"--resume: the checkpoint does not fit this config ({first_line(err)})") from None
 
 
 def _add_loggers(trainer: Trainer, config: Mapping[str, Any], run_dir: Path, pm: PluginManager, resumed: bool) -> None:
