@@ -178,6 +178,7 @@ class Options:
     mode: Literal["fast", "slow"] = "fast"
     sizes: list[Annotated[int, Range(ge=1)]] = field(default_factory=lambda: [64, 64])
     table: dict[str, float] = field(default_factory=dict)
+    schedule: dict[Literal["lr", "clip"], Annotated[float, Range(ge=0)] | None] = field(default_factory=dict)
 
 
 @pytest.mark.parametrize(
@@ -192,8 +193,11 @@ class Options:
         ({"mode": "medium"}, "opts.mode: unknown value 'medium' (valid choices: fast, slow)"),
         ({"sizes": [64, 0]}, "opts.sizes: expected a list of integers >= 1, got [64, 0]"),
         ({"sizes": 64}, "opts.sizes: expected a list of integers >= 1, got 64"),
-        ({"table": {"a": "x"}}, "opts.table: expected a mapping, got {'a': 'x'}"),
-        ({"cuont": 1}, "unknown key opts.cuont (valid choices: count, rate, clip, mode, sizes, table)"),
+        ({"table": {"a": "x"}}, "opts.table.a: expected a number, got 'x'"),
+        ({"table": [1]}, "opts.table: expected a mapping, got [1]"),
+        ({"schedule": {"lr": 0, "cilp": 0}}, "unknown key opts.schedule.cilp (valid choices: lr, clip)"),
+        ({"schedule": {"clip": -1}}, "opts.schedule.clip: expected a number >= 0 or null, got -1"),
+        ({"cuont": 1}, "unknown key opts.cuont (valid choices: count, rate, clip, mode, sizes, table, schedule)"),
     ],
 )
 def test_validate_options_names_the_key_and_what_it_expected(values, message):

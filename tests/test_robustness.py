@@ -353,6 +353,7 @@ def test_loggers_closing_in_their_own_thread_still_see_that_the_run_failed(tmp_p
         (["--set", "env.wrappers={grayscale: {}}"], "env.wrappers.grayscale: does not fit the env ("),
         (["--set", "env.wrappers={atari: {}}"], "env.wrappers.atari: does not fit the env (needs an Atari env of ale-py (ALE/Pong-v5, ...), got CartPole-v1)"),
         (["--set", "hooks.target_updater={}"], "hooks.target_updater: the loss module of ppo has no target networks to update"),
+        (["--set", "hooks.replay_buffer={}"], "hooks.replay_buffer: the algorithm learns on-policy, from each batch as it is collected"),
     ],
 )
 def test_parts_that_do_not_fit_the_env_or_algorithm_are_one_line(tmp_path, capsys, overrides, message):
@@ -360,6 +361,15 @@ def test_parts_that_do_not_fit_the_env_or_algorithm_are_one_line(tmp_path, capsy
     code, err = cli(capsys, *PPO, *overrides, "--out", str(tmp_path / "run"))
     assert code == 2 and err.startswith(f"rlctl: error: {message}") and err.count("\n") == 1, err
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("algo", ["dqn", "sac"])
+def test_an_off_policy_algorithm_without_its_replay_buffer_is_one_line(tmp_path, capsys, algo):
+    pytest.importorskip(f"rl_plugin_{algo}")
+    code, err = cli(capsys, "train", "--algo", algo, "--set", "hooks.replay_buffer=null", "--set", "loggers.console=null", "--out", str(tmp_path / "run"))
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith("rlctl: error: hooks.replay_buffer: this algorithm learns from the samples of a replay buffer, and the config has none")
+    assert not list((tmp_path / "run").glob("checkpoints/*"))
 
 
 def test_usage_errors_are_one_line_with_where_the_help_is(capsys):

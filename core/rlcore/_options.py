@@ -172,6 +172,13 @@ def check_value(key: str, value: Any, annotation: Any) -> Any:
     ok, converted = _convert(value, annotation)
     if ok:
         return converted
+    origin, args = _origin(annotation), typing.get_args(annotation)
+    if isinstance(value, Mapping) and len(args) == 2 and (origin in (dict, Mapping) or _is_mapping_origin(origin)):
+        for name, item in value.items():  # name the entry that is wrong
+            if not _convert(name, args[0])[0]:
+                choices = f" (valid choices: {', '.join(map(str, _literal_choices(args[0])))})" if _origin(args[0]) is Literal else ""
+                raise ConfigError(f"unknown key {key}.{name}{choices}")
+            check_value(f"{key}.{name}", item, args[1])
     if _origin(annotation) is Literal or _is_literal_in_union(annotation):
         choices = ", ".join(str(c) for c in _literal_choices(annotation))
         raise ConfigError(f"{key}: unknown value {value!r} (valid choices: {choices})")

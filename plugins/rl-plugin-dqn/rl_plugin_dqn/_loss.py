@@ -24,13 +24,13 @@ import torch.nn.functional as F
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rl_plugin_replay import PRIORITY_KEY, WEIGHT_KEY, EGreedy, FastSteps, bootstrap_target, make_target
+from rl_plugin_replay import PRIORITY_KEY, WEIGHT_KEY, EGreedy, OffPolicyLoss, bootstrap_target, make_target
 from rlcore import hookimpl
 
 from ._networks import GreedyPolicy, QNetwork
 
 
-class DQNLoss(FastSteps, nn.Module):
+class DQNLoss(OffPolicyLoss, nn.Module):
     """DQN's TD loss over replay samples.
 
     :param qnet: the online Q-network.

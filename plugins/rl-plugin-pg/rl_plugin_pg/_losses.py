@@ -67,6 +67,9 @@ class PolicyGradientLoss(nn.Module):
         their configured value to the final one over the trainer's ``total_frames``.
     """
 
+    #: learns from each batch as collected (its advantages are the batch's): a replay buffer refuses it
+    on_policy = True
+
     def __init__(
         self,
         policy: ActorCritic,

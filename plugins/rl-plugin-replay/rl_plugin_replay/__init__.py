@@ -29,7 +29,8 @@ and the public API an off-policy loss builds on (DQN, SAC and third-party losses
 :class:`LinearSchedule`        a coefficient annealed over frames
 :func:`flush_denormal`         denormal floats to zero on the CPU while training (Adam on dead ReLUs)
 :class:`FusedAdamStep`         the kernel's optimizer step, calling fused Adam directly (``rl_optimizer``)
-:class:`FastSteps`             a loss module's mixin: ``rl_optimizer`` through FusedAdamStep, denormals flushed while training
+:class:`OffPolicyLoss`         a loss module's mixin: refuses a run without the replay buffer hook, ``rl_optimizer`` through
+                               FusedAdamStep, denormals flushed while training
 ``INDEX_KEY`` ...              the keys of samples: ``"index"``, ``"_weight"``, ``"td_error"``, ``"steps_to_next_obs"``
 =============================  ==========================================================================
 
@@ -48,9 +49,9 @@ from ._keys import INDEX_KEY, PRIORITY_KEY, STEPS_KEY, WEIGHT_KEY
 if TYPE_CHECKING:
     from ._buffer import ReplayBuffer, make_replay_buffer
     from ._exploration import EGreedy, GaussianNoise, LinearSchedule, OrnsteinUhlenbeck, RandomWarmup
-    from ._hook import ReplayBufferTrainer
+    from ._hook import OffPolicyLoss, ReplayBufferTrainer
     from ._nstep import NStepReturns, bootstrap_target
-    from ._optim import FastSteps, FusedAdamStep
+    from ._optim import FusedAdamStep
     from ._perf import flush_denormal
     from ._samplers import PrioritizedSampler, UniformSampler
     from ._storage import TensorStorage
@@ -69,6 +70,7 @@ _LAZY = {
     "NStepReturns": "._nstep",
     "bootstrap_target": "._nstep",
     "ReplayBufferTrainer": "._hook",
+    "OffPolicyLoss": "._hook",
     "HardUpdate": "._targets",
     "SoftUpdate": "._targets",
     "TargetNetworks": "._targets",
@@ -79,7 +81,6 @@ _LAZY = {
     "RandomWarmup": "._exploration",
     "LinearSchedule": "._exploration",
     "flush_denormal": "._perf",
-    "FastSteps": "._optim",
     "FusedAdamStep": "._optim",
 }
 
@@ -89,12 +90,12 @@ __all__ = [
     "STEPS_KEY",
     "WEIGHT_KEY",
     "EGreedy",
-    "FastSteps",
     "FusedAdamStep",
     "GaussianNoise",
     "HardUpdate",
     "LinearSchedule",
     "NStepReturns",
+    "OffPolicyLoss",
     "OrnsteinUhlenbeck",
     "PrioritizedSampler",
     "RandomWarmup",

@@ -33,12 +33,14 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase, pad
 
-from rlcore import ConfigError, TrainerHookBase
+from rlcore import ConfigError, TrainerHookBase, hookimpl
 
 from ._buffer import ReplayBuffer
 from ._exploration import _Exploration
 from ._keys import PRIORITY_KEY
 from ._nstep import NStepReturns
+from ._optim import FusedAdamStep
+from ._perf import flush_denormal
 from ._samplers import PrioritizedSampler
 
 
@@ -48,7 +50,8 @@ class ReplayBufferTrainer(TrainerHookBase):
     The first five parameters are TorchRL's ``ReplayBufferTrainer``'s, with the same meaning.
     Options left ``None`` are read, at :meth:`register`, from the trainer's loss module when it
     has an attribute of that name (``n_step``, ``gamma``, ``init_random_frames``), so that an
-    algorithm's ``algo`` section stays their one source.
+    algorithm's ``algo`` section stays their one source. A loss module that declares
+    ``on_policy = True`` (rl-plugin-pg's) is refused: it learns from each batch as collected.
 
     :param replay_buffer: the buffer (see :func:`rl_plugin_replay.make_replay_buffer`).
     :param batch_size: items per sample; default the buffer's ``batch_size``.
@@ -167,8 +170,13 @@ class ReplayBufferTrainer(TrainerHookBase):
 
     def register(self, trainer: Any, name: str = "replay_buffer") -> None:
         """Attach to ``trainer`` at TorchRL's hook points, and checkpoint the buffer under ``name``."""
-        self._trainer = trainer
         loss = trainer.loss_module
+        if getattr(loss, "on_policy", False):
+            raise ConfigError(
+                f"hooks.{name}: the algorithm learns on-policy, from each batch as it is collected; a replay buffer "
+                f"feeds off-policy algorithms (dqn, sac): remove hooks.{name}"
+            )
+        self._trainer = trainer
         self._beta_start = getattr(self.replay_buffer.sampler, "beta", None)  # before a checkpoint restores an annealed one
         if self.device is None:
             self.device = trainer.device
@@ -190,6 +198,8 @@ class ReplayBufferTrainer(TrainerHookBase):
                 raise ConfigError(f"hooks.{name}.gamma: n_step={self.n_step} needs a discount, and the loss module has no gamma")
             self.nstep = NStepReturns(self.n_step, float(self.gamma))
         self._explorers = [module for module in loss.modules() if isinstance(module, _Exploration)]
+        if isinstance(loss, OffPolicyLoss):
+            loss.replay_hook = self
         trainer.register_op("batch_process", self.pace_exploration)
         trainer.register_op("batch_process", self.extend)
         trainer.register_op("pre_optim_steps", self.gate)
@@ -224,3 +234,37 @@ class ReplayBufferTrainer(TrainerHookBase):
             raise ConfigError(f"hooks.replay_buffer.capacity: {err}") from None
         if self.nstep is not None and state_dict.get("nstep") is not None:
             self.nstep.load_state_dict(state_dict["nstep"])
+
+
+class OffPolicyLoss:
+    """The mixin of an off-policy loss module (before ``nn.Module``): ``class MyLoss(OffPolicyLoss, nn.Module)``.
+
+    Its hook implementations: the run refuses to start unless a :class:`ReplayBufferTrainer`
+    feeds the loss its samples (the config's ``hooks.replay_buffer``); the optimizer steps through
+    :class:`FusedAdamStep`; denormal floats are flushed to zero while it trains (:func:`flush_denormal`).
+    """
+
+    #: the hook that feeds this loss (set by :meth:`ReplayBufferTrainer.register`)
+    replay_hook: ReplayBufferTrainer | None = None
+    _fast_step: FusedAdamStep | None = None
+
+    @hookimpl
+    def rl_optimizer(self, trainer: Any, losses: Any) -> dict[str, Any] | None:
+        """The kernel's optimizer step, with fused Adam called directly (``None``: the kernel's step runs)."""
+        if self._fast_step is None:
+            self._fast_step = FusedAdamStep()
+        return self._fast_step(trainer, losses)
+
+    @hookimpl
+    def rl_setup(self) -> None:
+        """Refuse a run without a replay buffer; flush denormals."""
+        if self.replay_hook is None:
+            raise ConfigError(
+                "hooks.replay_buffer: this algorithm learns from the samples of a replay buffer, and the config has none "
+                "(e.g. --set 'hooks.replay_buffer={capacity: 100000}')"
+            )
+        flush_denormal(True)
+
+    @hookimpl
+    def rl_shutdown(self) -> None:
+        flush_denormal(False)

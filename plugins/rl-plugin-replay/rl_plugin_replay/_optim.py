@@ -20,10 +20,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from rlcore import hookimpl
-
-from ._perf import flush_denormal
-
 #: Adam options the direct call supports (the others make it decline)
 _PLAIN = {"amsgrad": False, "maximize": False, "capturable": False, "differentiable": False, "fused": True}
 
@@ -124,32 +120,6 @@ class FusedAdamStep:
                 grad_scale=None,
                 found_inf=None,
             )
-
-
-class FastSteps:
-    """Hook implementations for an off-policy loss module (a mixin, before ``nn.Module``): its optimizer
-    steps through :class:`FusedAdamStep`, with denormal floats flushed to zero while it trains
-    (:func:`flush_denormal`)::
-
-        class MyLoss(FastSteps, nn.Module): ...
-    """
-
-    _fast_step: FusedAdamStep | None = None
-
-    @hookimpl
-    def rl_optimizer(self, trainer: Any, losses: Mapping[str, torch.Tensor]) -> dict[str, Any] | None:
-        """The kernel's optimizer step, with fused Adam called directly (``None``: the kernel's step runs)."""
-        if self._fast_step is None:
-            self._fast_step = FusedAdamStep()
-        return self._fast_step(trainer, losses)
-
-    @hookimpl
-    def rl_setup(self) -> None:
-        flush_denormal(True)
-
-    @hookimpl
-    def rl_shutdown(self) -> None:
-        flush_denormal(False)
 
 
 def _clip_grad_norm(grads: list[torch.Tensor], max_norm: float) -> torch.Tensor:

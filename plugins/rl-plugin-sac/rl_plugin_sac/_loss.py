@@ -33,12 +33,12 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rl_plugin_replay import PRIORITY_KEY, WEIGHT_KEY, FastSteps, RandomWarmup, bootstrap_target, make_target
+from rl_plugin_replay import PRIORITY_KEY, WEIGHT_KEY, OffPolicyLoss, RandomWarmup, bootstrap_target, make_target
 
 from ._networks import Actor, SACPolicy, TwinQ
 
 
-class SACLoss(FastSteps, nn.Module):
+class SACLoss(OffPolicyLoss, nn.Module):
     """SAC's three losses over replay samples.
 
     :param actor: the tanh-Gaussian actor.
