@@ -275,7 +275,7 @@ def test_load_override_save_and_the_plugins_that_took_part(tmp_path, recwarn):
     path = rlcore.save_config(config, tmp_path / "ppo.yaml")
     again = rlcore.load_config(path, overrides=["optim.lr=1e-3"])
     assert again["optim"]["lr"] == 1e-3 and again["collector"] == config["collector"]
-    assert not [w for w in recwarn if "was written with" in str(w.message)]
+    assert not [str(w.message) for w in recwarn if "was written with" in str(w.message)]
 
     recorded = yaml.safe_load(path.read_text())
     recorded["plugins"] = {"rl-plugin-pg": "0.0.0-old", "rl-plugin-gone": "1.0"}

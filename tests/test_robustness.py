@@ -364,11 +364,17 @@ def test_parts_that_do_not_fit_the_env_or_algorithm_are_one_line(tmp_path, capsy
 
 
 @pytest.mark.parametrize("algo", ["dqn", "sac"])
-def test_an_off_policy_algorithm_without_its_replay_buffer_is_one_line(tmp_path, capsys, algo):
+@pytest.mark.parametrize(
+    ("hook", "message"),
+    [
+        ("replay_buffer", "hooks.replay_buffer: this algorithm learns from the samples of a replay buffer, and the config has none"),
+        ("target_updater", "hooks.target_updater: this algorithm has target networks, and the config has no updater for them"),
+    ],
+)
+def test_an_off_policy_algorithm_without_its_hooks_is_one_line(tmp_path, capsys, algo, hook, message):
     pytest.importorskip(f"rl_plugin_{algo}")
-    code, err = cli(capsys, "train", "--algo", algo, "--set", "hooks.replay_buffer=null", "--set", "loggers.console=null", "--out", str(tmp_path / "run"))
-    assert code == 2 and err.count("\n") == 1, err
-    assert err.startswith("rlctl: error: hooks.replay_buffer: this algorithm learns from the samples of a replay buffer, and the config has none")
+    code, err = cli(capsys, "train", "--algo", algo, "--set", f"hooks.{hook}=null", "--set", "loggers.console=null", "--out", str(tmp_path / "run"))
+    assert code == 2 and err.count("\n") == 1 and err.startswith(f"rlctl: error: {message}"), err
     assert not list((tmp_path / "run").glob("checkpoints/*"))
 
 

@@ -276,6 +276,21 @@ def test_a_metric_is_logged_once_per_frame_count(toy_pm, tmp_path):
         trainer.log({1: 2.0})
 
 
+def test_a_gauge_is_logged_as_it_stands_and_a_constant_mean_stays_exact(toy_pm, tmp_path):
+    class Gauges:
+        @hookimpl
+        def rl_post_optim_log(self, trainer):
+            return {"mine/size": rlcore.Gauge(trainer.optim_steps), "mine/mean": trainer.optim_steps, "mine/lr": 1e-3}
+
+    trainer = make_trainer(toy_pm, tmp_path, log_interval=128)
+    trainer.register_plugin(Gauges())
+    trainer.train()
+    logged = {name: [(r["frames"], float(r["value"])) for r in metrics(tmp_path) if r["name"] == name] for name in ("mine/size", "mine/mean", "mine/lr")}
+    assert logged["mine/size"] == [("64", 1), ("192", 5), ("256", 8)]  # the value at each point
+    assert logged["mine/mean"] == [("64", 1), ("192", 3.5), ("256", 7)]  # the mean of the values since the last point
+    assert logged["mine/lr"] == [("64", 1e-3), ("192", 1e-3), ("256", 1e-3)]  # a constant's mean is itself, to the bit
+
+
 def test_stop_and_stop_optim_steps(toy_pm, tmp_path):
     class Control:
         @hookimpl

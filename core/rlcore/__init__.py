@@ -22,6 +22,7 @@ _LAZY = {
     "CollectorProtocol": "._collector",
     "EnvWrapperProtocol": "._envs",
     "SaveableVectorEnv": "._envs",
+    "Gauge": "._logger",
     "Logger": "._logger",
     "PluginInfo": "._plugins",
     "PluginManager": "._plugins",
@@ -34,6 +35,7 @@ _LAZY = {
     "load_env_states": "._envs",
     "make_optimizer": "._run",
     "get_stats_random_rollout": "._envs",
+    "check_device": "._config",
     "correct_for_frame_skip": "._config",
     "generate_exp_name": "._logger",
     "get_logger": "._logger",
@@ -56,6 +58,7 @@ __all__ = [
     "CollectorProtocol",
     "ConfigError",
     "EnvWrapperProtocol",
+    "Gauge",
     "Logger",
     "PluginError",
     "PluginInfo",
@@ -68,6 +71,7 @@ __all__ = [
     "TrainerHookBase",
     "__version__",
     "build_trainer",
+    "check_device",
     "check_value",
     "correct_for_frame_skip",
     "default_config",
@@ -92,10 +96,10 @@ __all__ = [
 if TYPE_CHECKING:
     from ._checkpoint import CheckpointBackend, CheckpointError
     from ._collector import Collector, CollectorProtocol
-    from ._config import correct_for_frame_skip, default_config, dump_config, load_config, save_config
+    from ._config import check_device, correct_for_frame_skip, default_config, dump_config, load_config, save_config
     from ._envs import EnvWrapperProtocol, SaveableVectorEnv, env_states, get_stats_random_rollout, load_env_states, make_vector_env
     from ._evaluate import evaluate
-    from ._logger import Logger, generate_exp_name, get_logger
+    from ._logger import Gauge, Logger, generate_exp_name, get_logger
     from ._options import Range, RunPath, check_value, validate_options
     from ._plugins import PluginInfo, PluginManager, get_plugin_manager
     from ._registry import Algorithm

@@ -148,3 +148,15 @@ def get_logger(
     pm = plugin_manager or get_plugin_manager()
     factory = pm.factory("loggers", name)
     return factory(exp_name=exp_name, log_dir=log_dir, **options)
+
+
+class Gauge(float):
+    """A number that says where something stands (a buffer's size, epsilon, the learning rate).
+
+    :meth:`rlcore.Trainer.log` averages the values a metric receives between two logged points;
+    a gauge is logged as it is at the logged point instead. A hook returns one as any number::
+
+        return {"train/buffer_size": rlcore.Gauge(len(buffer))}
+    """
+
+    __slots__ = ()

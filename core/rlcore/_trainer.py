@@ -20,7 +20,7 @@ from torch import nn
 from . import hookspecs
 from ._checkpoint import CheckpointBackend, SingleFileCheckpoint
 from ._guard import DEFAULT_TIMEOUT, GuardedLogger
-from ._logger import Logger
+from ._logger import Gauge, Logger
 from ._markers import hookimpl
 from ._plugins import PluginManager, get_plugin_manager, where_failed
 from ._profile import Profiler
@@ -163,7 +163,7 @@ class _Core:
         now = time.perf_counter()
         values = trainer._pop_step_stats()
         if trainer.optimizer is not None:
-            values["optim/lr"] = float(trainer.optimizer.param_groups[0]["lr"])
+            values["optim/lr"] = Gauge(trainer.optimizer.param_groups[0]["lr"])
         frames = trainer.collected_frames - self._frames_at_tic
         values["perf/fps"] = frames / max(now - self._tic, 1e-9)
         self._tic, self._frames_at_tic = now, trainer.collected_frames
@@ -284,7 +284,7 @@ class Trainer:
         self._modules: dict[str, Any] = {}
         self._ops: dict[HookPoint, _Ops] = {}
         self._last_log: dict[str, int] = {}
-        self._pending: dict[str, list[float]] = {}  # [sum, count] of each scalar not logged yet
+        self._pending: dict[str, list[float]] = {}  # [mean, count] of each scalar not logged yet
         self._last_save = 0
         self._stop = False
         self._stop_optim = False
@@ -368,8 +368,8 @@ class Trainer:
 
         A number (or a one-element tensor or array) is a scalar: the values a metric receives
         between two logged points are averaged, and the mean is logged (the old torchrl Logger's
-        ``add_log``). A tensor or array of several numbers is logged as a histogram by the loggers
-        that support histograms.
+        ``add_log``), except a :class:`rlcore.Gauge`, logged as it is at that point. A tensor or
+        array of several numbers is logged as a histogram by the loggers that support histograms.
 
         :param values: ``{name: number, tensor or array}``.
         :param log_pbar: also show the scalars on the progress bar.
@@ -391,10 +391,13 @@ class Trainer:
             if log_pbar:
                 self._pbar_values[key] = number
             pending = self._pending.get(key)
-            self._pending[key] = [number, 1] if pending is None else [pending[0] + number, pending[1] + 1]
+            if pending is None or isinstance(value, Gauge):
+                self._pending[key] = [number, 1]
+            else:  # a running mean: a constant stays exactly itself
+                pending[1] += 1
+                pending[0] += (number - pending[0]) / pending[1]
             if self._due(key, step, force):
-                total, count = self._pending.pop(key)
-                due[key] = total / count
+                due[key] = self._pending.pop(key)[0]
         if due:
             self._each_logger("log_scalars", due, step)
 
@@ -502,7 +505,7 @@ class Trainer:
                 "episodes": self.episodes,
                 "optim_steps": self.optim_steps,
                 "last_log": dict(self._last_log),
-                "pending_log": {key: list(total) for key, total in self._pending.items()},
+                "pending_means": {key: list(pending) for key, pending in self._pending.items()},
             },
             "loss_module": self.loss_module.state_dict(),
             "optimizer": self.optimizer.state_dict() if self.optimizer is not None else None,
@@ -524,7 +527,7 @@ class Trainer:
         self.episodes = int(counters.get("episodes", 0))
         self.optim_steps = int(counters["optim_steps"])
         self._last_log = dict(counters.get("last_log", {}))
-        self._pending = {key: [float(t), float(n)] for key, (t, n) in counters.get("pending_log", {}).items()}
+        self._pending = {key: [float(m), float(n)] for key, (m, n) in counters.get("pending_means", {}).items()}
         self._last_save = self.collected_frames
         self.loss_module.load_state_dict(state["loss_module"])
         if self.optimizer is not None and state.get("optimizer") is not None:
@@ -592,7 +595,7 @@ class Trainer:
             if self._pending:  # the means not logged yet, of metrics logged less often than every batch
                 pending, self._pending = self._pending, {}
                 step = self.collected_frames  # (a metric already logged at this frame count keeps its one point)
-                self.log({key: total / count for key, (total, count) in pending.items() if self._last_log.get(key) != step}, force=True)
+                self.log({key: mean for key, (mean, _) in pending.items() if self._last_log.get(key) != step}, force=True)
             self._timed_save(force_save=True)
         except BaseException as err:
             failure = err

@@ -25,7 +25,6 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
 from rl_plugin_replay import PRIORITY_KEY, WEIGHT_KEY, EGreedy, OffPolicyLoss, bootstrap_target, make_target
-from rlcore import hookimpl
 
 from ._networks import GreedyPolicy, QNetwork
 
@@ -98,8 +97,3 @@ class DQNLoss(OffPolicyLoss, nn.Module):
             {"loss_q": loss, "q_value": q.detach().mean(), "target_value": target.mean(), "td_error": td_error.mean()},
             batch_size=[],
         )
-
-    @hookimpl
-    def rl_post_steps_log(self) -> dict[str, float]:
-        """Epsilon at the end of the batch."""
-        return {"train/epsilon": self.policy.epsilon}

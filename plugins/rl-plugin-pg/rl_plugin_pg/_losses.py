@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rlcore import ConfigError, hookimpl
+from rlcore import ConfigError, Gauge, hookimpl
 
 from ._advantages import gae
 from ._policies import ActorCritic
@@ -252,9 +252,9 @@ class PolicyGradientLoss(nn.Module):
         if "value_target" in batch.keys() and "state_value" in batch.keys():
             values["train/explained_variance"] = explained_variance(batch["state_value"], batch["value_target"])
         if self.objective == "kl":
-            values["train/kl_coef"] = float(self.kl_coef)
+            values["train/kl_coef"] = Gauge(self.kl_coef)
         for name in self.schedule:
-            values[f"train/{name}"] = float(getattr(self, name))
+            values[f"train/{name}"] = Gauge(getattr(self, name))
         return {k: v for k, v in values.items() if v == v}  # drop NaN
 
 

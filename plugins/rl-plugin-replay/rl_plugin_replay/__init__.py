@@ -40,9 +40,11 @@ tensordict; the classes load when first used.
 
 from __future__ import annotations
 
+import os
+import warnings
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from rlcore import ConfigError, Range, hookimpl, lazy_getattr
+from rlcore import ConfigError, Range, check_device, hookimpl, lazy_getattr
 
 from ._keys import INDEX_KEY, PRIORITY_KEY, STEPS_KEY, WEIGHT_KEY
 
@@ -118,6 +120,7 @@ __all__ = [
 SAMPLERS = ("uniform", "prioritized")
 UPDATES = ("hard", "soft")
 Positive = Annotated[int, Range(ge=1)]
+ALPHA, BETA, TAU = 0.6, 0.4, 0.005  # the defaults of the hooks' options
 NonNegative = Annotated[float, Range(ge=0)]
 
 
@@ -140,8 +143,8 @@ def replay_buffer(
     capacity: Positive = 1_000_000,
     batch_size: Positive = 256,
     sampler: Literal["uniform", "prioritized"] = "uniform",
-    alpha: NonNegative = 0.6,
-    beta: NonNegative = 0.4,
+    alpha: NonNegative = ALPHA,
+    beta: NonNegative = BETA,
     beta_end: NonNegative | None = None,
     priority_eps: Annotated[float, Range(gt=0)] = 1e-6,
     n_step: Positive | None = None,
@@ -190,6 +193,28 @@ def replay_buffer(
     )
     cpu = device in (None, "cpu")
     _check(not memmap or cpu, f"{key}.memmap", f"memory-mapped storage lives on the CPU, not on {device!r}")
+    if device is not None:
+        check_device(device, f"hooks.{key}.device")
+    if memmap and scratch_dir is not None:
+        _check(os.path.isdir(scratch_dir), f"{key}.scratch_dir", f"no such directory: {scratch_dir}")
+    if not flatten_tensordicts and max_dims is not None:
+        _check(
+            len(max_dims) == 2 and all(d == -1 or d >= 1 for d in max_dims),
+            f"{key}.max_dims",
+            f"expected the sizes of the batches' two dimensions [envs, time], each >= 1 or -1 (no padding), got {max_dims}",
+        )
+    ignored = [  # options that do nothing with the others as they are: said once, not refused
+        (
+            sampler == "uniform" and (alpha, beta, beta_end) != (ALPHA, BETA, None),
+            "alpha, beta and beta_end weigh prioritized samples; the uniform sampler ignores them",
+        ),
+        (flatten_tensordicts and max_dims is not None, "max_dims pads trajectories; it is ignored, since flatten_tensordicts stores transitions"),
+        (not memmap and scratch_dir is not None, "scratch_dir holds memory-mapped storage; it is ignored, since memmap is false"),
+        (batch_size > capacity, f"batch_size {batch_size} is more than the capacity {capacity}: samples repeat items"),
+    ]
+    for unused, why in ignored:
+        if unused:
+            warnings.warn(f"hooks.{key}: {why}", stacklevel=2)
     from ._buffer import make_replay_buffer
     from ._hook import ReplayBufferTrainer
 
@@ -219,7 +244,7 @@ def replay_buffer(
 
 def target_updater(
     kind: Literal["hard", "soft"] = "soft",
-    tau: Annotated[float, Range(gt=0, le=1)] = 0.005,
+    tau: Annotated[float, Range(gt=0, le=1)] = TAU,
     interval: Positive = 1,
 ) -> HardUpdate | SoftUpdate:
     """The ``target_updater`` hook: updates the loss module's target networks after optimizer steps.
@@ -230,6 +255,8 @@ def target_updater(
     :raises rlcore.ConfigError: for a bad value, naming the key.
     """
     _check(kind in UPDATES, "target_updater.kind", f"unknown value {kind!r} (valid choices: {', '.join(UPDATES)})")
+    if kind == "hard" and tau != TAU:
+        warnings.warn("hooks.target_updater: tau is ignored: it moves the targets of a soft update, and a hard update copies them", stacklevel=2)
     _check(isinstance(interval, int) and interval >= 1, "target_updater.interval", f"expected a positive integer, got {interval!r}")
     _check(0 < tau <= 1, "target_updater.tau", f"expected a number in (0, 1], got {tau!r}")
     from ._targets import HardUpdate, SoftUpdate

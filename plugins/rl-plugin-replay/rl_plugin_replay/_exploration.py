@@ -46,6 +46,10 @@ class LinearSchedule:
     end: float
     frames: int | None
 
+    def __post_init__(self) -> None:
+        if self.frames is not None and self.frames < 0:
+            raise ValueError(f"a schedule's frames must be >= 0 or None, got {self.frames}")
+
     def __call__(self, frame: int) -> float:
         if not self.frames:
             return self.end
@@ -174,6 +178,8 @@ class EGreedy(_Exploration):
         super().__init__(policy, action_space, init_random_frames)
         if not self.discrete:
             raise ValueError("epsilon-greedy needs a Discrete action space; use GaussianNoise or OrnsteinUhlenbeck for Box actions")
+        if not (0 <= eps_init <= 1 and 0 <= eps_end <= 1):
+            raise ValueError(f"epsilon must be in [0, 1], got eps_init={eps_init} and eps_end={eps_end}")
         self.schedule = LinearSchedule(eps_init, eps_end, annealing_frames)
 
     @property
@@ -220,6 +226,8 @@ class GaussianNoise(_Exploration):
         super().__init__(policy, action_space, init_random_frames)
         if self.discrete:
             raise ValueError("Gaussian noise needs a Box action space; use EGreedy for Discrete actions")
+        if sigma_init < 0 or sigma_end < 0:
+            raise ValueError(f"sigma must be >= 0, got sigma_init={sigma_init} and sigma_end={sigma_end}")
         self.schedule = LinearSchedule(sigma_init, sigma_end, annealing_frames)
 
     @property
@@ -270,6 +278,8 @@ class OrnsteinUhlenbeck(_Exploration):
         super().__init__(policy, action_space, init_random_frames)
         if self.discrete:
             raise ValueError("OU noise needs a Box action space; use EGreedy for Discrete actions")
+        if sigma < 0 or (sigma_end is not None and sigma_end < 0) or theta < 0 or dt <= 0:
+            raise ValueError(f"OU noise needs sigma, sigma_end, theta >= 0 and dt > 0, got {sigma}, {sigma_end}, {theta}, {dt}")
         self.theta, self.mu, self.dt = theta, mu, dt
         self.schedule = LinearSchedule(sigma, sigma if sigma_end is None else sigma_end, annealing_frames)
         self.noise: torch.Tensor | None = None  # [envs, *action_shape], created at the first step

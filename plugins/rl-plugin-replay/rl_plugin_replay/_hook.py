@@ -17,8 +17,8 @@ And, beyond TorchRL's hook:
 - ``pre_optim_steps``: no optimisation step runs while fewer than ``init_random_frames`` frames
   are collected (the trainer's ``optim_steps_per_batch`` is 0 for those batches); ``beta`` is
   annealed towards ``beta_end`` over the run;
-- ``post_steps_log``: ``train/buffer_size`` and ``train/update_to_data`` (optimisation steps per
-  collected frame, in the batch).
+- ``post_steps_log``: ``train/buffer_size``, ``train/update_to_data`` (optimisation steps per
+  collected frame, in the batch) and the exploration wrappers' ``stats()`` (``train/epsilon``, ``train/sigma``).
 
 Its state (the stored items, priorities, held-back n-step steps) goes into every checkpoint,
 unless ``checkpoint=False``.
@@ -27,13 +27,14 @@ unless ``checkpoint=False``.
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 from tensordict import TensorDictBase, pad
 
-from rlcore import ConfigError, TrainerHookBase, hookimpl
+from rlcore import ConfigError, Gauge, TrainerHookBase, hookimpl
 
 from ._buffer import ReplayBuffer
 from ._exploration import _Exploration
@@ -87,6 +88,8 @@ class ReplayBufferTrainer(TrainerHookBase):
         checkpoint: bool = True,
         priority_key: str = PRIORITY_KEY,
     ) -> None:
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.replay_buffer = replay_buffer
         self.batch_size = batch_size
         self.memmap = memmap
@@ -119,7 +122,9 @@ class ReplayBufferTrainer(TrainerHookBase):
             pads: list[int] = []
             for dim in range(data.batch_dims):  # tensordict's pad order: first dimension first
                 target = self.max_dims[dim]
-                pads += [0, 0 if target == -1 else max(target - data.batch_size[dim], 0)]
+                if target != -1 and data.batch_size[dim] > target:
+                    raise ConfigError(f"hooks.replay_buffer.max_dims: {self.max_dims} is smaller than the batches, {list(data.batch_size)}")
+                pads += [0, 0 if target == -1 else target - data.batch_size[dim]]
             data = pad(data, pads)
         if data.batch_size.numel():  # (the first batches of n-step transitions may be empty)
             try:
@@ -159,13 +164,16 @@ class ReplayBufferTrainer(TrainerHookBase):
             sampler.beta = self._beta_start + (self.beta_end - self._beta_start) * progress
 
     def log(self, batch: TensorDictBase) -> dict[str, float]:
-        """``train/buffer_size``, ``train/update_to_data`` and (prioritized) ``train/beta`` (``post_steps_log``)."""
+        """``train/buffer_size``, ``train/update_to_data``, (prioritized) ``train/beta`` and the exploration
+        wrappers' coefficients, e.g. ``train/epsilon`` (``post_steps_log``)."""
         values = {
-            "train/buffer_size": float(len(self.replay_buffer)),
+            "train/buffer_size": Gauge(len(self.replay_buffer)),
             "train/update_to_data": self._steps_in_batch / max(self._trainer.batch_frames, 1),
         }
         if isinstance(self.replay_buffer.sampler, PrioritizedSampler):
-            values["train/beta"] = float(self.replay_buffer.sampler.beta)
+            values["train/beta"] = Gauge(self.replay_buffer.sampler.beta)
+        for explorer in self._explorers:
+            values.update({name: Gauge(value) for name, value in explorer.stats().items()})
         return values
 
     def register(self, trainer: Any, name: str = "replay_buffer") -> None:
@@ -189,7 +197,7 @@ class ReplayBufferTrainer(TrainerHookBase):
         if self.init_random_frames is None:
             self.init_random_frames = int(getattr(loss, "init_random_frames", None) or 0)
         if self.n_step > 1:
-            if not self.flatten_tensordicts and self.max_dims is None:
+            if not self.flatten_tensordicts and (self.max_dims is None or self.max_dims[-1] == -1):
                 raise ConfigError(
                     f"hooks.{name}.flatten_tensordicts: n_step={self.n_step} stores trajectories shorter in the first batch than "
                     "in the next ones; flatten them or pad them with max_dims"
@@ -197,6 +205,11 @@ class ReplayBufferTrainer(TrainerHookBase):
             if self.gamma is None:
                 raise ConfigError(f"hooks.{name}.gamma: n_step={self.n_step} needs a discount, and the loss module has no gamma")
             self.nstep = NStepReturns(self.n_step, float(self.gamma))
+        if self.init_random_frames >= trainer.total_frames:
+            warnings.warn(
+                f"hooks.{name}: init_random_frames={self.init_random_frames} is not below total_frames={trainer.total_frames}: no step will learn",
+                stacklevel=2,
+            )
         self._explorers = [module for module in loss.modules() if isinstance(module, _Exploration)]
         if isinstance(loss, OffPolicyLoss):
             loss.replay_hook = self
@@ -207,6 +220,13 @@ class ReplayBufferTrainer(TrainerHookBase):
         trainer.register_op("post_loss", self.update_priority)
         trainer.register_op("post_steps_log", self.log)
         trainer.register_module(name, self)
+        trainer.register_plugin(self, f"hooks.{name}")
+
+    @hookimpl(trylast=True)
+    def rl_shutdown(self) -> None:
+        """Remove the buffer's memory-mapped files when the run ends (after its last checkpoint)."""
+        if self.replay_buffer.storage.memmap:
+            self.replay_buffer.storage.close()
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
@@ -240,12 +260,17 @@ class OffPolicyLoss:
     """The mixin of an off-policy loss module (before ``nn.Module``): ``class MyLoss(OffPolicyLoss, nn.Module)``.
 
     Its hook implementations: the run refuses to start unless a :class:`ReplayBufferTrainer`
-    feeds the loss its samples (the config's ``hooks.replay_buffer``); the optimizer steps through
-    :class:`FusedAdamStep`; denormal floats are flushed to zero while it trains (:func:`flush_denormal`).
+    feeds the loss its samples, single transitions (the config's ``hooks.replay_buffer``, with
+    ``flatten_tensordicts``) and, when the loss has target
+    networks (``target_networks()``), an updater moves them (``hooks.target_updater``); the
+    optimizer steps through :class:`FusedAdamStep`; denormal floats are flushed to zero while it
+    trains (:func:`flush_denormal`).
     """
 
     #: the hook that feeds this loss (set by :meth:`ReplayBufferTrainer.register`)
     replay_hook: ReplayBufferTrainer | None = None
+    #: the hook that updates its target networks (set by the updaters' ``register``)
+    target_hook: Any = None
     _fast_step: FusedAdamStep | None = None
 
     @hookimpl
@@ -257,11 +282,19 @@ class OffPolicyLoss:
 
     @hookimpl
     def rl_setup(self) -> None:
-        """Refuse a run without a replay buffer; flush denormals."""
+        """Refuse a run without a replay buffer, or with target networks that nothing updates; flush denormals."""
         if self.replay_hook is None:
             raise ConfigError(
                 "hooks.replay_buffer: this algorithm learns from the samples of a replay buffer, and the config has none "
                 "(e.g. --set 'hooks.replay_buffer={capacity: 100000}')"
+            )
+        if not self.replay_hook.flatten_tensordicts:
+            raise ConfigError("hooks.replay_buffer.flatten_tensordicts: this algorithm learns from single transitions, not trajectories: keep it true")
+        targets = getattr(self, "target_networks", None)
+        if self.target_hook is None and targets is not None and targets():
+            raise ConfigError(
+                "hooks.target_updater: this algorithm has target networks, and the config has no updater for them: they would "
+                "never move (e.g. --set 'hooks.target_updater={kind: soft, tau: 0.005}')"
             )
         flush_denormal(True)
 

@@ -37,6 +37,8 @@ class NStepReturns:
     def __init__(self, n: int, gamma: float) -> None:
         if n < 1:
             raise ValueError(f"n_step must be >= 1, got {n}")
+        if not 0 < gamma <= 1:
+            raise ValueError(f"gamma must be in (0, 1], got {gamma}")
         self.n = n
         self.gamma = gamma
         self._tail: TensorDictBase | None = None  # the last n - 1 steps of each env, not yet emitted

@@ -24,6 +24,8 @@ from torch import nn
 
 from rlcore import ConfigError, TrainerHookBase
 
+from ._hook import OffPolicyLoss
+
 
 @runtime_checkable
 class TargetNetworks(Protocol):
@@ -123,6 +125,8 @@ class _TargetUpdate(TrainerHookBase):
                     "(it has no target_networks(); dqn and sac have)"
                 )
             self.attach(trainer.loss_module)
+        if isinstance(self._loss_module, OffPolicyLoss):
+            self._loss_module.target_hook = self
         trainer.register_op("post_optim", self.step)
         trainer.register_module(name, self)
 

@@ -100,18 +100,23 @@ class SumTree:
         return torch.from_numpy(node)
 
     def state_dict(self) -> dict[str, Any]:
-        """Every level of both trees (copies)."""
+        """The leaves up to the last one ever set (copies): what is saved grows with the items, not the capacity."""
+        used = int(np.flatnonzero(self.mins[0] != np.inf)[-1]) + 1 if self.min() != np.inf else 0
         return {
             "capacity": self.capacity,
-            "sums": [torch.from_numpy(a.copy()) for a in self.sums],
-            "mins": [torch.from_numpy(a.copy()) for a in self.mins],
+            "sums": torch.from_numpy(self.sums[0][:used].copy()),
+            "mins": torch.from_numpy(self.mins[0][:used].copy()),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict` (same capacity and fanout)."""
+        """Restore :meth:`state_dict` (same capacity and fanout): the leaves, then every level above them."""
         if int(state["capacity"]) != self.capacity:
             raise ValueError(f"a sum tree of {state['capacity']} leaves does not fit one of {self.capacity}")
-        for mine, saved in zip(self.sums + self.mins, list(state["sums"]) + list(state["mins"]), strict=True):
-            if mine.shape != tuple(saved.shape):
-                raise ValueError(f"sum tree of shape {tuple(saved.shape)} does not fit one of shape {mine.shape}")
-            mine[:] = np.asarray(saved)
+        used = len(state["sums"])
+        for level, saved, empty in ((self.sums, state["sums"], 0.0), (self.mins, state["mins"], np.inf)):
+            level[0][:used] = np.asarray(saved)
+            level[0][used:] = empty
+        for level in range(1, len(self.sums)):  # as set() computes them: each block from its children (then padding)
+            blocks = len(self.sums[level - 1]) // self.fanout
+            self.sums[level][:blocks] = self.sums[level - 1].reshape(-1, self.fanout).sum(1)
+            self.mins[level][:blocks] = self.mins[level - 1].reshape(-1, self.fanout).min(1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from tensordict import TensorDict
@@ -19,6 +21,7 @@ from rl_plugin_replay import (
     make_replay_buffer,
     make_target,
 )
+from rlcore.testing import MemoryLogger
 
 FRAMES_PER_BATCH, STEPS, BATCH, INIT = 32, 4, 16, 64
 
@@ -201,3 +204,50 @@ def test_exploration_counts_the_trainers_frames(tmp_path):
     assert seen == [(f, f, loss.policy.schedule(f)) for f in range(64, 257, 64)]
     assert loss.policy.frames_per_step == 2
     assert seen[0][2] == pytest.approx(1.0 - 0.95 * 64 / 100)  # eps_init 1, eps_end 0.05
+
+
+def readme_loss_class():
+    """``MyQLoss``, the README's example of an off-policy loss on this API, as the README writes it."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    code = readme.split("## An off-policy loss on this API", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    return namespace["MyQLoss"]
+
+
+def test_the_readme_loss_trains_with_the_hooks_and_refuses_to_run_without_them(tmp_path):
+    env = rlcore.make_vector_env("CartPole-v1", 2)
+    loss = readme_loss_class()(nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2)), env.single_action_space, init_random_frames=64)
+
+    def trainer_of(loss, run_dir, **kwargs):
+        return rlcore.Trainer(
+            collector=rlcore.Collector(rlcore.make_vector_env("CartPole-v1", 2), loss.policy, FRAMES_PER_BATCH),
+            loss_module=loss,
+            optimizer=torch.optim.Adam(loss.parameters(), lr=1e-3, fused=True),
+            total_frames=256,
+            optim_steps_per_batch=STEPS,
+            seed=0,
+            progress_bar=False,
+            plugin_manager=rlcore.PluginManager(discover=False),
+            run_dir=run_dir,
+            **kwargs,
+        )
+
+    def replay(trainer):
+        ReplayBufferTrainer(make_replay_buffer(200, sampler="prioritized"), batch_size=BATCH, flatten_tensordicts=True).register(trainer)
+
+    with pytest.raises(rlcore.ConfigError, match="^hooks.replay_buffer: this algorithm learns from the samples of a replay buffer"):
+        trainer_of(loss, tmp_path / "bare").train()
+    trainer = trainer_of(loss, tmp_path / "no-targets")
+    replay(trainer)
+    with pytest.raises(rlcore.ConfigError, match="^hooks.target_updater: this algorithm has target networks"):
+        trainer.train()
+    logged = MemoryLogger()
+    trainer = trainer_of(loss, tmp_path / "run", loggers=[logged], log_interval=1)
+    replay(trainer)
+    HardUpdate(interval=5).register(trainer)
+    trainer.train()
+    assert trainer.optim_steps == STEPS * 7  # in the batches from 64 frames on
+    assert torch.equal(loss.qnet[0].weight, loss.target_qnet[0].weight) == (trainer.optim_steps % 5 == 0)
+    assert logged.steps("train/epsilon") == list(range(32, 257, 32))  # the replay hook logs the explorer's stats()
+    assert logged.last("train/epsilon") == pytest.approx(loss.policy.epsilon) and loss.policy.epsilon < 1

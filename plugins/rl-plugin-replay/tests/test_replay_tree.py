@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -60,3 +61,17 @@ def test_state_dict_round_trip():
     assert torch.equal(tree.find(prefix), other.find(prefix))
     with pytest.raises(ValueError, match="does not fit"):
         SumTree(71, fanout=4).load_state_dict(tree.state_dict())
+
+
+def test_a_state_dict_grows_with_the_leaves_set_and_restores_every_level_exactly():
+    tree = SumTree(100_000, fanout=8)
+    tree.set(torch.arange(70), torch.rand(70, dtype=torch.float64))
+    tree.set(torch.tensor([3, 60]), torch.rand(2, dtype=torch.float64))  # priorities updated in place
+    state = tree.state_dict()
+    assert len(state["sums"]) == len(state["mins"]) == 70
+    other = SumTree(100_000, fanout=8)
+    other.set(torch.arange(500), 1.0)  # whatever it held before is replaced
+    other.load_state_dict(state)
+    for mine, theirs in zip(tree.sums + tree.mins, other.sums + other.mins, strict=True):
+        assert np.array_equal(mine, theirs)
+    assert SumTree(10, fanout=4).state_dict()["sums"].numel() == 0
