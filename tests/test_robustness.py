@@ -121,6 +121,10 @@ def test_a_failed_resume_leaves_the_run_exactly_as_it_was(tmp_path, capsys):
     assert (code, err) == (2, f"rlctl: error: algo.name: the run in {run} has 'ppo'; resuming it with 'a2c' is refused\n")
     code, err = cli(capsys, "train", "--resume", str(run), "--set", "env.num_envs=4")
     assert (code, err) == (2, f"rlctl: error: env.num_envs: the run in {run} has 8; resuming it with 4 is refused\n")
+    code, err = cli(capsys, "train", "--resume", str(run), "--set", "env.vectorization=async")  # the envs' saved state is sync's
+    assert (code, err) == (2, f"rlctl: error: env.vectorization: the run in {run} has 'sync'; resuming it with 'async' is refused\n")
+    code, err = cli(capsys, "train", "--resume", str(run), "--set", "env.wrappers={frame_skip: {skip: 2}}")
+    assert code == 2 and err.startswith("rlctl: error: env.wrappers: the run in ") and err.count("\n") == 1
     code, err = cli(capsys, "train", str(run / "config.yaml"), "--resume", str(run))
     assert code == 2 and err.endswith("--resume continues the run with its own config (RUN_DIR/config.yaml): give no CONFIG, and --set to change a value (rlctl train --help)\n")
     assert snapshot(run) == before
@@ -351,6 +355,10 @@ def test_loggers_closing_in_their_own_thread_still_see_that_the_run_failed(tmp_p
         (["--env", "FrozenLake-v1"], "algo.name: the pg algorithms need a Box observation space, the env has Discrete"),
         (["--set", "env.wrappers={resize: {height: 64, width: 64}}"], "env.wrappers.resize: does not fit the env ("),
         (["--set", "env.wrappers={grayscale: {}}"], "env.wrappers.grayscale: does not fit the env ("),
+        (
+            ["--set", 'env.wrappers={"gymnasium.wrappers.vector.NormalizeObservation": {}}'],
+            "env.wrappers.gymnasium.wrappers.vector.NormalizeObservation: does not fit the env (Expected autoreset_mode",
+        ),
         (["--set", "env.wrappers={atari: {}}"], "env.wrappers.atari: does not fit the env (needs an Atari env of ale-py (ALE/Pong-v5, ...), got CartPole-v1)"),
         (["--set", "hooks.target_updater={}"], "hooks.target_updater: the loss module of ppo has no target networks to update"),
         (["--set", "hooks.replay_buffer={}"], "hooks.replay_buffer: the algorithm learns on-policy, from each batch as it is collected"),

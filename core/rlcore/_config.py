@@ -265,8 +265,12 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: Any) -> dict[str, An
     defaults["algo"]["name"] = name
     config = merge(defaults, user)
     user_env = user.get("env")
-    if isinstance(user_env, Mapping) and "wrappers" in user_env:  # a pipeline, in order: the user's replaces the defaults'
-        config["env"]["wrappers"] = copy.deepcopy(user_env["wrappers"])
+    if isinstance(user_env, Mapping) and isinstance(user_env.get("wrappers"), Mapping):
+        # a pipeline, in order: the user's replaces the defaults', or only takes wrappers out of it (NAME: null)
+        wanted = copy.deepcopy(user_env["wrappers"])
+        only_removes = bool(wanted) and all(options is None for options in wanted.values())
+        pipeline = (defaults.get("env", {}).get("wrappers") or {}) if only_removes else wanted
+        config["env"]["wrappers"] = {name: options for name, options in pipeline.items() if wanted.get(name, options) is not None}
     for section, declared in SECTION_TYPES.items():
         if section == "collector":
             config[section] = _collector_section(config[section], plugin_manager)

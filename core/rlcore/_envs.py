@@ -118,7 +118,8 @@ def gymnasium_id(env_id: str) -> str | None:
 
     ``module:EnvId`` imports ``module`` (Gymnasium's own form); an id missing from the registry loads
     the package :data:`REGISTERING_MODULES` names for its prefix, then the ``gymnasium.envs`` entry
-    points (Gymnasium 0.26-0.29's plugins, which MinAtar still declares), once per process.
+    points (Gymnasium 0.26-0.29's plugins, which MinAtar still declares), once per process, then
+    the other packages of :data:`REGISTERING_MODULES` one by one until one registers it.
 
     :raises ConfigError: when the module of ``module:EnvId`` cannot be imported.
     """
@@ -152,6 +153,11 @@ def gymnasium_id(env_id: str) -> str | None:
                     loaded()
             except Exception:  # a broken package leaves its ids out, never the lookup
                 continue
+    for module, _ in dict.fromkeys(REGISTERING_MODULES.values()):  # ids without a prefix ("PongNoFrameskip-v4": ale-py's)
+        if name in gymnasium.registry:
+            break
+        with contextlib.suppress(Exception):
+            importlib.import_module(module)
     return name if name in gymnasium.registry else None
 
 

@@ -311,7 +311,7 @@ def make_collector(
 
 
 #: what a resumed run keeps: its checkpoint holds that algorithm's state, and the state of that many envs of that id
-RESUME_KEEPS = (("algo", "name"), ("env", "id"), ("env", "num_envs"))
+RESUME_KEEPS = (("algo", "name"), ("env", "id"), ("env", "num_envs"), ("env", "vectorization"), ("env", "wrappers"))
 
 
 def check_same_run(run_dir: Path, config: Mapping[str, Any]) -> None:

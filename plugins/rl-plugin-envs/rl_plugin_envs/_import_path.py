@@ -37,9 +37,13 @@ def load_wrapper_class(path: str) -> type:
 def _apply(cls: type, path: str, env: Any, **options: Any) -> Any:
     from gymnasium.vector import VectorWrapper
 
+    from ._inside import MISFIT, does_not_fit, wrap_each_env
+
     if issubclass(cls, VectorWrapper):
-        return cls(env, **options)
-    from ._inside import wrap_each_env
+        try:
+            return cls(env, **options)
+        except MISFIT as err:
+            raise does_not_fit(f"env.wrappers.{path}", err) from None
 
     return wrap_each_env(env, partial(cls, **options), f"env.wrappers.{path}")
 

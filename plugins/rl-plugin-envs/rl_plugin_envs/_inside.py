@@ -113,6 +113,16 @@ def _wrapped(make_env: Callable[[], Any], wrap: Callable[[Any], Any]) -> Any:
     return wrap(make_env())
 
 
+#: what Gymnasium's wrappers raise for an env they do not fit
+MISFIT = (TypeError, ValueError, AssertionError)
+
+
+def does_not_fit(key: str, err: BaseException) -> ConfigError:
+    """The one-line error of the wrapper at ``key`` that raised ``err`` (one of :data:`MISFIT`) on the env."""
+    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return ConfigError(f"{key}: does not fit the env ({text})")
+
+
 def wrap_each_env(env: Any, wrap: Callable[[Any], Any], key: str) -> Any:
     """The vector env ``env`` built again with each of its envs wrapped by ``wrap``; the old envs are closed.
 
@@ -139,9 +149,8 @@ def wrap_each_env(env: Any, wrap: Callable[[Any], Any], key: str) -> Any:
         raise ConfigError(f"{key}: acts inside each env, which the {type(base).__name__} vectorization does not allow (valid choices: sync, async)")
     try:
         rebuilt = type(base)([partial(_wrapped, fn, wrap) for fn in fns])
-    except (TypeError, ValueError, AssertionError) as err:  # what Gymnasium's wrappers raise for an env they do not fit
-        text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ConfigError(f"{key}: does not fit the env ({text})") from None
+    except MISFIT as err:
+        raise does_not_fit(key, err) from None
     if rebuilt.metadata.get("autoreset_mode") != AutoresetMode.SAME_STEP:
         rebuilt.close()
         raise ConfigError(f"{key}: {type(base).__name__} rebuilt loses SAME_STEP autoreset (valid choices: sync, async)")

@@ -40,8 +40,9 @@ class PixelRender(VectorWrapper):
         self._frames: deque[np.ndarray] = deque(maxlen=max_steps)
 
     def render_frames(self) -> np.ndarray:
-        """The envs' frames now, ``[envs, height, width, 3]`` ``uint8``."""
+        """The envs' frames now, ``[envs, height, width, 3]`` ``uint8`` (an env's float frames are read in ``[0, 1]``, MinAtar's)."""
         frames = [np.asarray(frame) for frame in self.env.render()]
+        frames = [np.rint(np.clip(f, 0.0, 1.0) * 255.0) if np.issubdtype(f.dtype, np.floating) else f for f in frames]
         if self.size is not None:
             import cv2
 

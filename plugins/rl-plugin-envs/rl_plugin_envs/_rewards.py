@@ -44,7 +44,8 @@ class ClipReward(GymnasiumClipReward):
 
     def step(self, actions: Any) -> tuple[Any, ...]:
         obs, reward, terminated, truncated, info = self.env.step(actions)
-        return obs, self.rewards(reward), terminated, truncated, _with_raw(info, reward)
+        clipped = self.rewards(np.array(reward, dtype=np.float64))  # (a copy: Gymnasium's clips in place)
+        return obs, clipped, terminated, truncated, _with_raw(info, reward)
 
 
 __all__ = ["ClipReward", "ScaleReward"]

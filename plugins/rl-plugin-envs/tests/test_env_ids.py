@@ -18,7 +18,11 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize(
     ("env_id", "module", "shape"),
-    [("ALE/Pong-v5", "ale_py", (210, 160, 3)), ("MinAtar/Breakout-v1", "minatar", (10, 10, 4))],
+    [
+        ("ALE/Pong-v5", "ale_py", (210, 160, 3)),
+        ("PongNoFrameskip-v4", "ale_py", (210, 160, 3)),  # an id of ale-py's without its namespace
+        ("MinAtar/Breakout-v1", "minatar", (10, 10, 4)),
+    ],
 )
 def test_an_id_registered_on_import_works_without_the_import(env_id: str, module: str, shape: tuple[int, ...]) -> None:
     pytest.importorskip(module)

@@ -82,6 +82,23 @@ def test_pixels_enter_the_batch_as_the_frames_of_the_observations() -> None:
     env.close()
 
 
+def test_pixels_of_an_env_that_renders_floats_are_its_colours_in_uint8() -> None:
+    pytest.importorskip("minatar")
+    env = make("MinAtar/Breakout-v1", 1, {"pixels": {}}, kwargs={"render_mode": "rgb_array"})
+    env.reset(seed=0)
+    drawn = env.env.render()[0]  # MinAtar draws float64 colours in [0, 1]
+    frames = next(w for w in _wrappers(env) if hasattr(w, "render_frames")).render_frames()
+    assert drawn.dtype == np.float64 and frames.dtype == np.uint8 and frames.max() > 0
+    assert np.array_equal(frames[0], np.rint(drawn * 255).astype(np.uint8))
+    env.close()
+
+
+def _wrappers(env):
+    while env is not None:
+        yield env
+        env = getattr(env, "env", None)
+
+
 def test_pixels_on_envs_stepped_elsewhere_are_refused_in_one_line() -> None:
     import rl_plugin_envs
 

@@ -103,6 +103,10 @@ def test_scale_and_clip_rewards_keep_the_raw_reward() -> None:
     _, raw_reward, *_ = raw.step(action)
     assert np.array_equal(info["raw_reward"], raw_reward)  # the first wrapper that changes rewards sets it
     np.testing.assert_allclose(reward, np.clip(raw_reward * 0.5 + 1.0, -1.0, 0.5))
+    clipped = make("CartPole-v1", 2, {"clip_reward": {"max_reward": 0.5}})  # alone: the env's own reward array is clipped
+    clipped.reset(seed=0)
+    _, reward, _, _, info = clipped.step(np.zeros(2, dtype=np.int64))
+    assert reward.tolist() == [0.5, 0.5] and info["raw_reward"].tolist() == [1.0, 1.0]
 
 
 def test_frame_skip_repeats_actions_and_ends_episodes_inside_the_skip() -> None:
@@ -206,3 +210,15 @@ def test_import_path_from_the_config() -> None:
     # the wrappers given replace PPO's Pendulum default (normalize_reward): they are a pipeline, in the order listed
     assert list(config["env"]["wrappers"]) == ["gymnasium.wrappers.ClipAction"]
     assert list(rlcore.load_config(overrides=["algo.name=ppo", "env.id=Pendulum-v1"])["env"]["wrappers"]) == ["normalize_reward"]
+
+
+def test_a_null_wrapper_takes_it_out_of_the_algorithms_pipeline_and_a_given_pipeline_replaces_it() -> None:
+    pytest.importorskip("rl_plugin_pg")
+
+    def wrappers(*overrides: str) -> dict:
+        return rlcore.load_config(overrides=["algo.name=ppo", "env.id=Pendulum-v1", *overrides])["env"]["wrappers"]
+
+    assert wrappers() == {"normalize_reward": {"gamma": 0.9}}  # PPO's preset for Pendulum
+    assert wrappers("env.wrappers.normalize_reward=null") == {}
+    assert wrappers("env.wrappers.clip_reward=null") == {"normalize_reward": {"gamma": 0.9}}  # nothing to take out
+    assert wrappers("env.wrappers={clip_reward: {max_reward: 1}, normalize_reward: null}") == {"clip_reward": {"max_reward": 1.0}}

@@ -156,6 +156,7 @@ def replay_buffer(
     flatten_tensordicts: bool = True,
     max_dims: list[int] | None = None,
     checkpoint: bool = True,
+    exclude_keys: tuple[str, ...] = ("pixels",),
 ) -> ReplayBufferTrainer:
     """The ``replay_buffer`` hook: a :class:`ReplayBufferTrainer` over a new buffer.
 
@@ -176,6 +177,7 @@ def replay_buffer(
     :param max_dims: without flattening, pad batches to these sizes (``-1``: no padding).
     :param checkpoint: include the buffer in checkpoints (``false`` for very large buffers:
         a resumed run then starts with an empty buffer, and says so).
+    :param exclude_keys: batch keys left out of the buffer: the ``pixels`` wrapper's frames, there for videos.
     :raises rlcore.ConfigError: for a bad value, naming the key.
     """
     key = "replay_buffer"
@@ -239,6 +241,7 @@ def replay_buffer(
         init_random_frames=init_random_frames,
         beta_end=beta_end,
         checkpoint=checkpoint,
+        exclude_keys=exclude_keys,
     )
 
 

@@ -70,6 +70,7 @@ class ReplayBufferTrainer(TrainerHookBase):
     :param checkpoint: include the buffer in checkpoints; without it a resumed run starts with an
         empty buffer (and says so).
     :param priority_key: where the loss writes the new priorities.
+    :param exclude_keys: batch keys not stored (frames rendered for videos, say).
     """
 
     def __init__(
@@ -87,6 +88,7 @@ class ReplayBufferTrainer(TrainerHookBase):
         beta_end: float | None = None,
         checkpoint: bool = True,
         priority_key: str = PRIORITY_KEY,
+        exclude_keys: Sequence[str] = (),
     ) -> None:
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -102,6 +104,7 @@ class ReplayBufferTrainer(TrainerHookBase):
         self.beta_end = beta_end
         self.checkpoint = checkpoint
         self.priority_key = priority_key
+        self.exclude_keys = list(exclude_keys)
         self.nstep: NStepReturns | None = None
         self._trainer: Any = None
         self._optim_steps: int | None = None  # the trainer's optim_steps_per_batch once learning runs
@@ -113,7 +116,7 @@ class ReplayBufferTrainer(TrainerHookBase):
     # ------------------------------------------------------------------ TorchRL's ops
     def extend(self, batch: TensorDictBase) -> None:
         """Write a collected batch ``[envs, time]`` to the buffer (``batch_process``); the batch itself is left as it is."""
-        data = batch
+        data = batch.exclude(*self.exclude_keys) if self.exclude_keys else batch
         if self.nstep is not None:
             data = self.nstep(data)
         if self.flatten_tensordicts:

@@ -251,3 +251,15 @@ def test_the_readme_loss_trains_with_the_hooks_and_refuses_to_run_without_them(t
     assert torch.equal(loss.qnet[0].weight, loss.target_qnet[0].weight) == (trainer.optim_steps % 5 == 0)
     assert logged.steps("train/epsilon") == list(range(32, 257, 32))  # the replay hook logs the explorer's stats()
     assert logged.last("train/epsilon") == pytest.approx(loss.policy.epsilon) and loss.policy.epsilon < 1
+
+
+def test_frames_rendered_for_videos_stay_out_of_the_buffer(make_transitions):
+    from rl_plugin_replay import replay_buffer
+
+    hook = replay_buffer(capacity=64, batch_size=4)  # as the config makes it: exclude_keys=("pixels",)
+    batch = make_transitions(8, envs=2)
+    batch.set("pixels", torch.zeros(2, 8, 16, 16, 3, dtype=torch.uint8))
+    hook.extend(batch)
+    keys = {key if isinstance(key, str) else ".".join(key) for key in hook.replay_buffer.storage.keys}
+    assert "observation" in keys and not any("pixels" in key for key in keys)
+    assert len(hook.replay_buffer) == 16 and "pixels" in batch.keys()  # the batch itself keeps them, for the recorder
