@@ -195,6 +195,7 @@ def test_a_plugin_breaking_the_loop_is_named_and_the_run_keeps_what_it_had(with_
         (["--set", "trainer.device=cuda:7"], "trainer.device: 'cuda:7' is not available on this machine (valid choices: cpu)"),
         (["--set", "env.kwargs.gravity=3"], "env.kwargs.gravity: CartPole-v1 takes no such argument (valid choices: sutton_barto_reward, render_mode, "
          "max_episode_steps, disable_env_checker)"),
+        (["--set", "env.kwargs.max_episode_steps=0"], "env.kwargs.max_episode_steps: expected an integer >= 1 or null, got 0"),
         (["--env", "CartPol-v1"], "env.id: unknown env 'CartPol-v1' (neither a Gymnasium id nor a registered env; did you mean CartPole-v0, CartPole-v1?)"),
     ],
 )

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any, Protocol, runtime_checkable
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from ._errors import ConfigError, PluginError
+from ._options import Range, check_value, validate_options
 
 
 def make_vector_env(
@@ -113,6 +116,14 @@ REGISTERING_MODULES: dict[str, tuple[str, str]] = {
 _ENTRY_POINTS_LOADED: list[bool] = []
 
 
+def _headless_rendering() -> None:
+    """Without a display, render ``rgb_array`` frames off-screen: pygame's dummy video driver (no SDL error
+    line on every run) and MuJoCo's EGL (its default needs a display); a value the user set is kept."""
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        os.environ.setdefault("MUJOCO_GL", "egl")
+
+
 def gymnasium_id(env_id: str) -> str | None:
     """The id of ``env_id`` in Gymnasium's registry once the package that registers it is imported, or ``None``.
 
@@ -128,8 +139,11 @@ def gymnasium_id(env_id: str) -> str | None:
 
     import gymnasium
 
+    _headless_rendering()  # before an env's module is imported (MuJoCo reads MUJOCO_GL then)
     module, _, name = env_id.rpartition(":")
     if module:
+        if os.getcwd() not in sys.path and "" not in sys.path:  # as with `python -m`: a module of the working directory
+            sys.path.append(os.getcwd())
         try:
             importlib.import_module(module)
         except ImportError as err:
@@ -174,7 +188,11 @@ def make_gymnasium_env(env_id: str, **kwargs: Any) -> Any:
 
 
 #: Keyword arguments ``gymnasium.make`` takes itself, whatever the env.
-_MAKE_KWARGS = ("max_episode_steps", "disable_env_checker", "render_mode")
+_MAKE_KWARGS: dict[str, Any] = {
+    "max_episode_steps": Annotated[int, Range(ge=1)] | None,
+    "disable_env_checker": bool,
+    "render_mode": Literal["rgb_array", "human", "ansi", "rgb_array_list", "depth_array"] | None,
+}
 
 
 def check_env(env_id: str, kwargs: Mapping[str, Any], plugin_manager: Any) -> None:
@@ -187,10 +205,11 @@ def check_env(env_id: str, kwargs: Mapping[str, Any], plugin_manager: Any) -> No
 
     make, constructor = env_maker(env_id, plugin_manager)
     if make is constructor:  # an env of rl_register_envs: its factory declares its options, as every factory does
-        from ._options import validate_options
-
         validate_options("env.kwargs", constructor, kwargs)
         return
+    for key, annotation in _MAKE_KWARGS.items():
+        if key in kwargs:
+            check_value(f"env.kwargs.{key}", kwargs[key], annotation)
     try:
         params = inspect.signature(constructor).parameters
     except (TypeError, ValueError):

@@ -219,8 +219,13 @@ def pixels(env: Any, key: str = "pixels", height: PositiveInt | None = None, wid
     :param width: resize frames to this width; ``null``: as rendered.
     :param max_steps: the most steps of frames kept between two batches.
     """
+    from rlcore import ConfigError
+
     from ._pixels import PixelRender
 
+    taken = ("observation", "action", "next", "sample_log_prob", "state_value", "advantage", "value_target")
+    if key in taken or not key.isidentifier():
+        raise ConfigError(f"env.wrappers.pixels.key: expected a name of its own for the frames (a batch has {', '.join(taken)}), got {key!r}")
     if height is not None:
         _needs_cv2("pixels")
     return PixelRender(env, key=key, height=height, width=width, max_steps=max_steps)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -69,3 +70,32 @@ def test_mujoco_and_box2d_ids() -> None:
         env = rlcore.make_vector_env(env_id, 1)
         assert env.single_observation_space.shape == shape
         env.close()
+
+
+def test_envs_render_off_screen_without_a_display() -> None:
+    pytest.importorskip("mujoco")
+    code = (
+        "import os, rlcore\n"
+        "env = rlcore.make_vector_env('HalfCheetah-v5', 1, kwargs={'render_mode': 'rgb_array'})\n"
+        "env.reset(seed=0)\n"
+        "frame = env.render()[0]\n"
+        "print(frame.shape, int(frame.max()) > 0, os.environ['MUJOCO_GL'], os.environ['SDL_VIDEODRIVER'])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_GL", "SDL_VIDEODRIVER")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**env, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert done.stdout.split() == ["(480,", "480,", "3)", "True", "egl", "dummy"]
+    assert "XDG_RUNTIME_DIR" not in done.stderr
+
+
+def test_module_colon_id_finds_a_module_of_the_working_directory_under_the_rlctl_script(tmp_path) -> None:
+    pytest.importorskip("rl_plugin_pg")
+    (tmp_path / "myenvs.py").write_text(
+        'import gymnasium\ngymnasium.register("MyCart-v0", entry_point="gymnasium.envs.classic_control:CartPoleEnv", max_episode_steps=50)\n'
+    )
+    rlctl = Path(sys.executable).with_name("rlctl")  # the console script: its sys.path holds no working directory
+    args = ["train", "--algo", "ppo", "--env", "myenvs:MyCart-v0", "--frames", "128", "--set", "collector.frames_per_batch=128", "--set", "env.num_envs=2"]
+    done = subprocess.run([str(rlctl), *args, "--set", "env.vectorization=async", "--set", "loggers.console=null", "--out", "run"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert (tmp_path / "run" / "metrics.csv").read_text().count("train/episode_length") > 0

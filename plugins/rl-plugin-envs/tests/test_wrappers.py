@@ -84,6 +84,8 @@ def restore_wrappers(target, source):
         ({"frame_skip": {"skip": 1}}, "frame_skip.skip: expected an integer >= 2, got 1"),
         ({"normalize_observation": {}, "frame_stack": {}}, "frame_stack: changes what each env observes, so it comes before the vector-env wrappers"),
         ({"pixels": {}}, r"env.wrappers.pixels: needs envs that render frames \(set env.kwargs.render_mode: rgb_array\)"),
+        ({"pixels": {"key": "observation"}}, r"env.wrappers.pixels.key: expected a name of its own for the frames \(a batch has observation"),
+        ({"pixels": {"key": "next.pixels"}}, r"env.wrappers.pixels.key: expected a name of its own .* got 'next.pixels'"),
     ],
 )
 def test_bad_options_are_one_line_naming_the_key(tmp_path, wrappers, message) -> None:
