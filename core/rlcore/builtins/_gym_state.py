@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import signal
+import types
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -18,8 +19,8 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
-#: Modules whose envs and wrappers keep their whole state in plain attributes.
-SAVEABLE_MODULES = ("gymnasium.envs.classic_control.", "gymnasium.wrappers.common")
+#: Modules whose envs and wrappers keep their whole state in plain attributes (a wrapper with any other state is refused).
+SAVEABLE_MODULES = ("gymnasium.envs.classic_control.", "gymnasium.wrappers.")
 #: Attributes that describe an env rather than hold its state.
 _DESCRIPTIVE = {"env", "spec", "metadata", "action_space", "observation_space", "_saved_kwargs", "_previous_data", "screen", "clock"}
 
@@ -78,8 +79,8 @@ def _plain_attrs(layer: Any, strict: bool) -> dict[str, Any] | None:
             attrs[key] = value.item()
         elif value is None or isinstance(value, (bool, int, float, str)):
             attrs[key] = value
-        elif not key.startswith("_") and hasattr(value, "contains"):  # a space
-            continue
+        elif isinstance(value, (gymnasium.spaces.Space, types.FunctionType, types.BuiltinFunctionType)):
+            continue  # a wrapper's own spaces and functions (ClipAction's) describe it
         elif strict:
             return None
     return attrs

@@ -224,3 +224,24 @@ def test_a_null_wrapper_takes_it_out_of_the_algorithms_pipeline_and_a_given_pipe
     assert wrappers("env.wrappers.normalize_reward=null") == {}
     assert wrappers("env.wrappers.clip_reward=null") == {"normalize_reward": {"gamma": 0.9}}  # nothing to take out
     assert wrappers("env.wrappers={clip_reward: {max_reward: 1}, normalize_reward: null}") == {"clip_reward": {"max_reward": 1.0}}
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "async"])
+def test_a_stateless_gymnasium_wrapper_by_import_path_keeps_resume_exact(vectorization: str) -> None:
+    from rlcore._envs import base_env
+
+    env = rlcore.make_vector_env("Pendulum-v1", 2, vectorization=vectorization, wrappers={"gymnasium.wrappers.ClipAction": {}})
+    env.reset(seed=0)
+    action = np.full((2, 1), 3.0, dtype=np.float32)  # clipped to the bounds
+    for _ in range(3):
+        env.step(action)
+    state = base_env(env).env_state()
+    assert state is not None  # ClipAction's function describes it, holds no state
+    expected = [env.step(action)[0] for _ in range(2)]
+    base_env(env).load_env_state(state)
+    assert all(np.array_equal(env.step(action)[0], obs) for obs in expected)
+    env.close()
+    kept = rlcore.make_vector_env("Pendulum-v1", 1, wrappers={"gymnasium.wrappers.RecordEpisodeStatistics": {}})
+    kept.reset(seed=0)
+    assert base_env(kept).env_state() is None  # its deques are state this module does not save: fresh episodes on resume
+    kept.close()
