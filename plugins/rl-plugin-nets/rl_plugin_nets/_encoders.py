@@ -113,6 +113,13 @@ def encoder_for(
     if layout is None:
         raise ValueError(f"a CNN needs an image observation space ([H, W], [H, W, C], [C, H, W] or [S, H, W, C]), got shape {shape}")
     preset = NATURE if min(layout.height, layout.width) >= NATURE_MIN_SIDE else SMALL
+    layers = {"cnn_channels": cnn_channels, "cnn_kernels": cnn_kernels, "cnn_strides": cnn_strides}
+    given = {name: list(value) for name, value in layers.items() if value is not None}
+    if given and len({len(value) for value in given.values()}) == 1 and len(given) < 3:  # a depth of its own: each list then
+        depth, missing = len(next(iter(given.values()))), [name for name in layers if name not in given]
+        if depth != len(preset["channels"]):
+            raise ValueError(f"{next(iter(given))}: {depth} convolutions, and the preset's {' and '.join(missing)} are for "
+                             f"{len(preset['channels'])}: set them too (one entry per convolution)")  # fmt: skip
     return CNN(
         shape,
         channels=preset["channels"] if cnn_channels is None else cnn_channels,
@@ -152,8 +159,8 @@ def image_encoder(
         cnn = encoder_for(
             observation_space, "cnn", cnn_channels=cnn_channels, cnn_kernels=cnn_kernels, cnn_strides=cnn_strides, cnn_features=cnn_features
         )
-    except ValueError as err:
-        raise ConfigError(f"algo.encoder: {err}") from None
+    except ValueError as err:  # a message on the cnn_* keys names them
+        raise ConfigError(f"algo.{err}" if str(err).startswith("cnn_") else f"algo.encoder: {err}") from None
     assert isinstance(cnn, CNN)
     return cnn
 

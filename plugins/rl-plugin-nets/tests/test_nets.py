@@ -7,6 +7,7 @@ import pytest
 import torch
 from gymnasium import spaces
 
+import rlcore
 from rl_plugin_nets import CNN, MLPEncoder, NatureCNN, encoder_for, image_layout, is_image_space
 
 
@@ -70,3 +71,16 @@ def test_importing_the_plugin_does_not_import_torch() -> None:
 
     done = subprocess.run([sys.executable, "-c", "import sys, rl_plugin_nets; assert 'torch' not in sys.modules"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_cnn_sizes_of_another_depth_than_the_preset_name_the_keys_to_set() -> None:
+    from rl_plugin_nets import image_encoder
+
+    small = spaces.Box(0, 255, (10, 10, 4), np.uint8)  # MinAtar's: the one-layer preset
+    with pytest.raises(rlcore.ConfigError) as raised:
+        image_encoder(small, cnn_channels=[8, 8])
+    assert str(raised.value) == (
+        "algo.cnn_channels: 2 convolutions, and the preset's cnn_kernels and cnn_strides are for 1: set them too (one entry per convolution)"
+    )
+    cnn = image_encoder(small, cnn_channels=[8, 8], cnn_kernels=[3, 3], cnn_strides=[1, 1])
+    assert len([m for m in cnn.modules() if isinstance(m, torch.nn.Conv2d)]) == 2
