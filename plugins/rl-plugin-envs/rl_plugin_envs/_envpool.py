@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -85,6 +86,8 @@ class EnvPoolVectorEnv(VectorEnv):
         unknown = [k for k in self.kwargs if k not in options]
         if unknown:
             raise ConfigError(f"env.kwargs.{unknown[0]}: envpool's {self.task} takes no such option (valid choices: {', '.join(options)})")
+        # EnvPool makes its spaces anew at each reset, and Gymnasium warns each time that it casts their float64 bounds to float32
+        warnings.filterwarnings("ignore", message=".*precision lowered by casting to float32")
         try:
             return envpool.make(self.task, env_type="gymnasium", num_envs=self.num_envs, seed=int(seed), **self.kwargs)
         except (TypeError, ValueError, RuntimeError) as err:
