@@ -86,7 +86,7 @@ class TrainerSection:
 
     :param total_frames: stop once this many frames are collected.
     :param frame_skip: frames each collected step stands for.
-    :param optim_steps_per_batch: optimisation steps per batch; ``null``: as the algorithm defines.
+    :param optim_steps_per_batch: optimisation steps per batch; ``null``: as the loss module defines (its ``optim_steps_per_batch``), else 1.
     :param clip_grad_norm: clip gradients by norm (true) or by value (false).
     :param clip_norm: the clipping threshold; ``null``: no clipping.
     :param seed: seeds python, numpy, torch and the envs; ``null``: drawn at random and recorded.

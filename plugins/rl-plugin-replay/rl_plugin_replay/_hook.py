@@ -257,6 +257,9 @@ class ReplayBufferTrainer(TrainerHookBase):
             raise ConfigError(f"hooks.replay_buffer.capacity: {err}") from None
         if self.nstep is not None and state_dict.get("nstep") is not None:
             self.nstep.load_state_dict(state_dict["nstep"])
+        sampler = self.replay_buffer.sampler
+        if isinstance(sampler, PrioritizedSampler) and self._beta_start is not None and self.beta_end is None:
+            sampler.beta = self._beta_start  # a constant beta is the config's (a resumed run may set another)
 
 
 class OffPolicyLoss:

@@ -102,7 +102,7 @@ class Checks:
         self.steps_per_batch.append((trainer.collected_frames, trainer.optim_steps - self._steps_before))
 
 
-def make_trainer(tmp_path, frames: int = 256, frame_skip: int = 1, **hook_options):
+def make_trainer(tmp_path, frames: int = 256, frame_skip: int = 1, beta: float = 0.4, **hook_options):
     env = rlcore.make_vector_env("CartPole-v1", 2)
     torch.manual_seed(0)
     loss = TinyQ(env)
@@ -119,7 +119,7 @@ def make_trainer(tmp_path, frames: int = 256, frame_skip: int = 1, **hook_option
         run_dir=tmp_path,
     )
     options = {"flatten_tensordicts": True, **hook_options}
-    hook = ReplayBufferTrainer(make_replay_buffer(200, sampler="prioritized"), batch_size=BATCH, **options)
+    hook = ReplayBufferTrainer(make_replay_buffer(200, sampler="prioritized", beta=beta), batch_size=BATCH, **options)
     hook.register(trainer)
     HardUpdate(interval=3).register(trainer)
     return trainer, hook, loss
@@ -263,3 +263,12 @@ def test_frames_rendered_for_videos_stay_out_of_the_buffer(make_transitions):
     keys = {key if isinstance(key, str) else ".".join(key) for key in hook.replay_buffer.storage.keys}
     assert "observation" in keys and not any("pixels" in key for key in keys)
     assert len(hook.replay_buffer) == 16 and "pixels" in batch.keys()  # the batch itself keeps them, for the recorder
+
+
+def test_a_constant_beta_is_the_config_s_after_a_resume(tmp_path):
+    trainer, hook, _ = make_trainer(tmp_path / "a", frames=96)
+    trainer.train()
+    fresh, fresh_hook, _ = make_trainer(tmp_path / "b", frames=96, beta=0.9)  # the resumed run's config says 0.9
+    fresh.load_state_dict(trainer.state_dict())
+    assert hook.replay_buffer.sampler.beta == 0.4 and fresh_hook.replay_buffer.sampler.beta == 0.9
+    assert torch.equal(fresh_hook.replay_buffer.sampler.tree.leaves, hook.replay_buffer.sampler.tree.leaves)  # the rest is the run's
