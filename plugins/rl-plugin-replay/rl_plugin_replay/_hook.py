@@ -62,7 +62,9 @@ class ReplayBufferTrainer(TrainerHookBase):
         storage then moves too).
     :param flatten_tensordicts: store single transitions (the batch reshaped to ``[envs * time]``)
         rather than one ``[time]`` trajectory per env.
-    :param max_dims: without flattening, pad each batch dimension to this size (``-1``: no padding).
+    :param max_dims: without flattening, pad each batch dimension to this size (``-1``: no padding); the
+        padding is zeros, stored and sampled as the trajectories' steps are (TorchRL's): a loss that reads
+        trajectories masks it itself (all its flags are false, its ``("next", "done")`` too).
     :param n_step: transitions over ``n`` steps (see :class:`NStepReturns`).
     :param gamma: the discount of the n-step rewards.
     :param init_random_frames: frames to collect before the first optimisation step.
