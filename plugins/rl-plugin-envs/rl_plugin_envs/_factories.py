@@ -25,7 +25,23 @@ def normalize_observation(env: Any, epsilon: PositiveFloat = 1e-8, clip: Positiv
     """
     from ._normalize import NormalizeObservation
 
+    _warn_if_images("normalize_observation", env)
     return NormalizeObservation(env, epsilon=epsilon, clip=clip)
+
+
+def _warn_if_images(name: str, env: Any) -> None:
+    """Say that normalised images are floats, which the algorithms' ``encoder: auto`` gives an MLP rather than a CNN."""
+    import warnings
+
+    import numpy as np
+
+    space = env.single_observation_space
+    if len(space.shape) >= 2 and (np.issubdtype(space.dtype, np.integer) or space.dtype == bool):
+        warnings.warn(
+            f"env.wrappers.{name}: normalised, the {space.dtype} images {tuple(space.shape)} become floats, which the algorithms' "
+            "encoder: auto gives an MLP (the CNN scales integer images itself; or set algo.encoder: cnn)",
+            stacklevel=3,
+        )
 
 
 def normalize_reward(env: Any, gamma: Annotated[float, Range(gt=0, le=1)] = 0.99, epsilon: PositiveFloat = 1e-8, clip: PositiveFloat = 10.0) -> Any:
@@ -76,6 +92,7 @@ def fixed_normalize_observation(
     if source == "given" and np.any(np.asarray(scale, dtype=np.float64) <= 0):
         raise ConfigError(f"{key}.scale: expected numbers > 0, got {scale!r}")
     space = env.single_observation_space
+    _warn_if_images("fixed_normalize_observation", env)
     if source == "bounds" and not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high)) and np.all(space.high > space.low)):
         raise ConfigError(f"{key}.source: 'bounds' needs finite observation bounds, and {space} has none (valid choices: rollout, given)")
     try:

@@ -245,3 +245,12 @@ def test_a_stateless_gymnasium_wrapper_by_import_path_keeps_resume_exact(vectori
     kept.reset(seed=0)
     assert base_env(kept).env_state() is None  # its deques are state this module does not save: fresh episodes on resume
     kept.close()
+
+
+@pytest.mark.parametrize("name", ["normalize_observation", "fixed_normalize_observation"])
+def test_normalising_images_says_they_become_floats_for_an_mlp(name: str) -> None:
+    pytest.importorskip("minatar")
+    with pytest.warns(UserWarning, match=rf"^env.wrappers.{name}: normalised, the bool images \(10, 10, 4\) become floats"):
+        env = make("MinAtar/Breakout-v1", 1, {name: {}})
+    assert env.single_observation_space.dtype == np.float32
+    env.close()
