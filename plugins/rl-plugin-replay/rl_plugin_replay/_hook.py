@@ -267,12 +267,11 @@ class ReplayBufferTrainer(TrainerHookBase):
 class OffPolicyLoss:
     """The mixin of an off-policy loss module (before ``nn.Module``): ``class MyLoss(OffPolicyLoss, nn.Module)``.
 
-    Its hook implementations: the run refuses to start unless a :class:`ReplayBufferTrainer`
-    feeds the loss its samples, single transitions (the config's ``hooks.replay_buffer``, with
-    ``flatten_tensordicts``) and, when the loss has target
-    networks (``target_networks()``), an updater moves them (``hooks.target_updater``); the
-    optimizer steps through :class:`FusedAdamStep`; denormal floats are flushed to zero while it
-    trains (:func:`flush_denormal`).
+    Its hook implementations: the run refuses to start unless a :class:`ReplayBufferTrainer` feeds
+    the loss its samples, single transitions (the config's ``hooks.replay_buffer``, with
+    ``flatten_tensordicts``), and, when the loss has target networks (``target_networks()``), an
+    updater moves them (``hooks.target_updater``); the optimizer steps through
+    :class:`FusedAdamStep`; denormal floats are flushed to zero while it trains (:func:`flush_denormal`).
     """
 
     #: the hook that feeds this loss (set by :meth:`ReplayBufferTrainer.register`)
