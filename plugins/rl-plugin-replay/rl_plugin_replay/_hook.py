@@ -118,7 +118,8 @@ class ReplayBufferTrainer(TrainerHookBase):
     # ------------------------------------------------------------------ TorchRL's ops
     def extend(self, batch: TensorDictBase) -> None:
         """Write a collected batch ``[envs, time]`` to the buffer (``batch_process``); the batch itself is left as it is."""
-        data = batch.exclude(*self.exclude_keys) if self.exclude_keys else batch
+        excluded = [key for key in self.exclude_keys if key in batch.keys()]
+        data = batch.exclude(*excluded) if excluded else batch
         if self.nstep is not None:
             data = self.nstep(data)
         if self.flatten_tensordicts:
