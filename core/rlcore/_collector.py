@@ -215,8 +215,10 @@ class Collector:
 
         self._seed = None
         if state.get("envs") is None or state.get("observation") is None:
+            base = base_env(self.env)
+            which = base.unsaveable() if hasattr(base, "unsaveable") else None
             warnings.warn(
-                f"the envs of this run cannot be saved ({type(self.env).__name__}); the resumed run starts fresh episodes",
+                f"the envs of this run cannot be saved ({which or type(base).__name__}); the resumed run starts fresh episodes",
                 stacklevel=2,
             )
             self._obs = None

@@ -43,21 +43,25 @@ def sub_env_state(env: Any) -> list[dict[str, Any]] | None:
     step, like body positions, are as they were), and its plain attributes with its random generator.
     Any other layer makes the env unsaveable.
     """
-    layers: list[dict[str, Any]] = []
-    for layer in _chain(env):
-        if hasattr(layer, "state_dict") and hasattr(layer, "load_state_dict"):
-            layers.append({"state_dict": layer.state_dict()})
-            continue
-        if _is_mujoco(layer):
-            layers.append({"mujoco": _mujoco_state(layer)})
-            continue
-        if not (type(layer).__module__.startswith(SAVEABLE_MODULES) or isinstance(layer, _StateAccess)):  # (async workers, wrapped)
-            return None
-        attrs = _plain_attrs(layer, strict=True)
-        if attrs is None:
-            return None
-        layers.append({"attrs": attrs})
-    return layers
+    layers = [_layer_state(layer) for layer in _chain(env)]
+    return None if any(state is None for state in layers) else layers  # type: ignore[return-value]
+
+
+def unsaveable_layer(env: Any) -> str | None:
+    """The class name of the first layer of one env that cannot be saved, or ``None`` when all can."""
+    return next((type(layer).__name__ for layer in _chain(env) if _layer_state(layer) is None), None)
+
+
+def _layer_state(layer: Any) -> dict[str, Any] | None:
+    """One layer's state (see :func:`sub_env_state`), or ``None``."""
+    if hasattr(layer, "state_dict") and hasattr(layer, "load_state_dict"):
+        return {"state_dict": layer.state_dict()}
+    if _is_mujoco(layer):
+        return {"mujoco": _mujoco_state(layer)}
+    if not (type(layer).__module__.startswith(SAVEABLE_MODULES) or isinstance(layer, _StateAccess)):  # (async workers, wrapped)
+        return None
+    attrs = _plain_attrs(layer, strict=True)
+    return None if attrs is None else {"attrs": attrs}
 
 
 def _plain_attrs(layer: Any, strict: bool) -> dict[str, Any] | None:
@@ -171,6 +175,10 @@ class StatefulSyncVectorEnv(SyncVectorEnv):
         for sub, layers in zip(self.envs, state, strict=True):
             load_sub_env_state(sub, layers)
 
+    def unsaveable(self) -> str | None:
+        """The first layer of an env that cannot be saved (its class name), or ``None``."""
+        return next(filter(None, map(unsaveable_layer, self.envs)), None)
+
 
 class StatefulAsyncVectorEnv(AsyncVectorEnv):
     """Gymnasium's ``AsyncVectorEnv`` in ``SAME_STEP`` autoreset mode whose workers save their envs where they can.
@@ -191,6 +199,10 @@ class StatefulAsyncVectorEnv(AsyncVectorEnv):
         self.set_attr("rlcore_pending_state", list(state))
         self.call("rlcore_load_env_state")
 
+    def unsaveable(self) -> str | None:
+        """The first layer of an env that cannot be saved (its class name), or ``None``."""
+        return next(filter(None, self.call("rlcore_unsaveable")), None)
+
 
 class _StateAccess(gymnasium.Wrapper):
     """Gives a worker's env the two calls :class:`StatefulAsyncVectorEnv` makes through ``call``."""
@@ -203,6 +215,9 @@ class _StateAccess(gymnasium.Wrapper):
     def rlcore_load_env_state(self) -> None:
         load_sub_env_state(self.env, self.rlcore_pending_state)
         self.rlcore_pending_state = None
+
+    def rlcore_unsaveable(self) -> str | None:
+        return unsaveable_layer(self.env)
 
 
 def _worker_env(make_env: Callable[[], Any]) -> Any:

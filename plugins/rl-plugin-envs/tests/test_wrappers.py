@@ -240,10 +240,12 @@ def test_a_stateless_gymnasium_wrapper_by_import_path_keeps_resume_exact(vectori
     expected = [env.step(action)[0] for _ in range(2)]
     base_env(env).load_env_state(state)
     assert all(np.array_equal(env.step(action)[0], obs) for obs in expected)
+    assert base_env(env).unsaveable() is None
     env.close()
-    kept = rlcore.make_vector_env("Pendulum-v1", 1, wrappers={"gymnasium.wrappers.RecordEpisodeStatistics": {}})
+    kept = rlcore.make_vector_env("Pendulum-v1", 1, vectorization=vectorization, wrappers={"gymnasium.wrappers.RecordEpisodeStatistics": {}})
     kept.reset(seed=0)
     assert base_env(kept).env_state() is None  # its deques are state this module does not save: fresh episodes on resume
+    assert base_env(kept).unsaveable() == "RecordEpisodeStatistics"  # what the resumed run's warning names
     kept.close()
 
 
