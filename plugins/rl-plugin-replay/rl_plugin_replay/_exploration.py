@@ -51,10 +51,9 @@ class LinearSchedule:
             raise ValueError(f"a schedule's frames must be >= 0 or None, got {self.frames}")
 
     def __call__(self, frame: int) -> float:
-        if not self.frames:
+        if not self.frames or frame >= self.frames:
             return self.end
-        progress = min(frame / self.frames, 1.0)
-        return self.start + (self.end - self.start) * progress
+        return self.start + (self.end - self.start) * (frame / self.frames)
 
 
 class _Exploration(TensorDictModuleBase):
