@@ -40,6 +40,9 @@ def test_linear_schedule():
     schedule = LinearSchedule(1.0, 0.1, 100)
     assert [schedule(f) for f in (0, 50, 100, 1000)] == pytest.approx([1.0, 0.55, 0.1, 0.1])
     assert LinearSchedule(1.0, 0.1, None)(0) == 0.1
+    assert LinearSchedule(1.0, 0.04, 16_000)(16_000) == 0.04  # exactly the end value once annealed (1 - 0.96 is not 0.04)
+    with pytest.raises(ValueError, match="frames must be >= 0"):
+        LinearSchedule(1.0, 0.1, -1)
 
 
 def test_warm_up_then_epsilon_greedy():
