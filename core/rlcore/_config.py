@@ -285,6 +285,12 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: Any) -> dict[str, An
             if values is not None:
                 factory = plugin_manager.factory(section, entry, key=section)
                 config[section][entry] = validate_options(f"{section}.{entry}", factory, values, ("exp_name", "log_dir"))
+    for hook in algorithm.needs_hooks:
+        if config["hooks"].get(hook) is None:
+            import yaml
+
+            default = yaml.safe_dump(dict(defaults["hooks"].get(hook) or {}), default_flow_style=True, sort_keys=False).strip()
+            raise ConfigError(f"hooks.{hook}: {name} cannot train without it (its default: {default})")
     for entry, values in config["env"]["wrappers"].items():
         factory = plugin_manager.factory("env_wrappers", entry, key="env.wrappers")
         config["env"]["wrappers"][entry] = validate_options(f"env.wrappers.{entry}", factory, values or {}, ("env",))

@@ -45,6 +45,8 @@ class Algorithm:
     :param options: a dataclass declaring every ``algo`` key with its type (ranges as
         ``Annotated[float, rlcore.Range(gt=0)]``) and default; ``defaults["algo"]`` may change
         the defaults. Without it, each key's type is read from its value in ``defaults["algo"]``.
+    :param needs_hooks: hooks of the config's ``hooks`` section the algorithm cannot train without
+        (DQN's ``replay_buffer`` and ``target_updater``): a config that sets one to ``null`` is refused.
     """
 
     name: str
@@ -53,6 +55,7 @@ class Algorithm:
     summary: str = ""
     presets: Mapping[str, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
     options: type | None = None
+    needs_hooks: tuple[str, ...] = ()
 
     def option_defaults(self) -> dict[str, Any]:
         """The ``algo`` keys with their defaults: the options' own, then ``defaults["algo"]``."""

@@ -101,4 +101,4 @@ def build_dqn(config: dict[str, Any], observation_space: Any, action_space: Any,
 @hookimpl
 def rl_register_algorithms() -> list[Algorithm]:
     """The ``dqn`` algorithm."""
-    return [Algorithm("dqn", build_dqn, DEFAULTS, SUMMARY, options=DQNOptions)]
+    return [Algorithm("dqn", build_dqn, DEFAULTS, SUMMARY, options=DQNOptions, needs_hooks=("replay_buffer", "target_updater"))]

@@ -96,4 +96,4 @@ def build_sac(config: dict[str, Any], observation_space: Any, action_space: Any,
 @hookimpl
 def rl_register_algorithms() -> list[Algorithm]:
     """The ``sac`` algorithm."""
-    return [Algorithm("sac", build_sac, DEFAULTS, SUMMARY, options=SACOptions)]
+    return [Algorithm("sac", build_sac, DEFAULTS, SUMMARY, options=SACOptions, needs_hooks=("replay_buffer", "target_updater"))]
