@@ -39,6 +39,9 @@ from ._factories import IMPORT_PATH, WRAPPERS, envpool, import_path
 
 __version__ = "0.1.0"
 
+#: the shape of an Atari env's observations without preprocessing
+ATARI_SCREEN = (210, 160, 3)
+
 __all__ = ["IMPORT_PATH", "WRAPPERS", "envpool", "import_path", "rl_batch_process", "rl_register_env_wrappers", "rl_register_vectorizations", "rl_setup"]
 
 
@@ -56,12 +59,22 @@ def rl_register_vectorizations() -> dict[str, Any]:
 
 @hookimpl
 def rl_setup(trainer: Any) -> None:
-    """Refuse a ``pixels`` wrapper that would see no frames: one on envs the training process does not step."""
+    """Refuse a ``pixels`` wrapper that would see no frames: one on envs the training process does not step; say
+    when Atari's raw screens are trained on (without the ``atari`` wrapper)."""
+    import warnings
+
     import rlcore
 
     from ._pixels import find_pixel_render
 
     collector = getattr(trainer, "collector", None)
+    space = getattr(getattr(collector, "env", None), "single_observation_space", None)
+    if getattr(space, "shape", None) == ATARI_SCREEN:
+        warnings.warn(
+            f"env.wrappers: the policy sees Atari's raw {ATARI_SCREEN[0]} x {ATARI_SCREEN[1]} colour screens, a CNN of millions of "
+            "weights; the usual preprocessing is env.wrappers={atari: {}, frame_stack: {stack_size: 4}} (84 x 84 grey, 4 frames)",
+            stacklevel=2,
+        )
     if find_pixel_render(getattr(collector, "env", None)) is not None and not isinstance(collector, rlcore.Collector):
         raise ConfigError(
             f"env.wrappers.pixels: frames are rendered where the envs step, and {type(collector).__name__} steps them in other "

@@ -137,3 +137,23 @@ def test_pong_trains_from_the_command_line_and_eval_records_pong(ale, tmp_path: 
     assert frames.shape[1:] == (210, 160, 3)  # Pong's own frames,
     assert (600 - 30) // 4 <= frames.shape[0] <= 600 // 4 + 1  # one a step of the episode (600 emulator frames, up to 30 no-ops at its start)
     assert np.abs(frames[-1].astype(int) - frames[0].astype(int)).mean() > 0.5  # the game moved
+
+
+def test_training_on_raw_atari_screens_says_what_the_usual_preprocessing_is() -> None:
+    pytest.importorskip("ale_py")
+    import rl_plugin_envs
+
+    def setup(wrappers: dict) -> list[str]:
+        env = make("ALE/Pong-v5", 1, wrappers)
+        run = type("Run", (), {"collector": rlcore.Collector(env, RandomPolicy(6), frames_per_batch=4)})()
+        import warnings
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            rl_plugin_envs.rl_setup(run)
+        env.close()
+        return [str(w.message) for w in caught]
+
+    raw = setup({})
+    assert len(raw) == 1 and raw[0].startswith("env.wrappers: the policy sees Atari's raw 210 x 160 colour screens")
+    assert setup({"atari": {}, "frame_stack": {"stack_size": 4}}) == []
