@@ -130,6 +130,8 @@ def test_a_failed_resume_leaves_the_run_exactly_as_it_was(tmp_path, capsys):
     assert snapshot(run) == before
     code, err = cli(capsys, "train", "--resume", str(run), "--frames", "768")
     assert code == 0 and "resumed from" in err and rows(run)[-1]["frames"] == "768"
+    code, err = cli(capsys, "train", "--resume", str(run), "--frames", "512")  # fewer than the run has
+    assert code == 0 and "rlctl: warning: the run has 768 frames, trainer.total_frames is 512: nothing is left to train" in err
 
 
 # ----------------------------------------------------------------------------------- hostile plugins

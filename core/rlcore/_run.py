@@ -339,11 +339,18 @@ def _resume(trainer: Trainer) -> Path | None:
         warnings.warn(f"{trainer.run_dir} has no checkpoint yet: the run starts again from the beginning", stacklevel=3)
         return None
     try:
-        return trainer.load_from_file()
+        path = trainer.load_from_file()
     except CheckpointError:
         raise
     except (RuntimeError, KeyError, ValueError) as err:
         raise ConfigError(f"--resume: the checkpoint does not fit this config ({first_line(err)})") from None
+    if trainer.collected_frames >= trainer.total_frames:
+        warnings.warn(
+            f"the run has {trainer.collected_frames} frames, trainer.total_frames is {trainer.total_frames}: nothing is left to train "
+            "(raise it: --frames N)",
+            stacklevel=3,
+        )
+    return path
 
 
 def _add_loggers(trainer: Trainer, config: Mapping[str, Any], run_dir: Path, pm: PluginManager, resumed: bool) -> None:
