@@ -9,14 +9,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import rlcore
-from rlcore._plugins import refresh_entry_points
 from rlcore.testing import pip_install, use_site
 
 TEST_PLUGINS = Path(__file__).parent / "plugins"
@@ -31,12 +29,11 @@ def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def with_plugins(plugin_site: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def with_plugins(plugin_site: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Make the test plugins discoverable in this process (and in subprocesses through PYTHONPATH)."""
     use_site(plugin_site, monkeypatch)
     monkeypatch.delenv("RLCORE_PLUGINS", raising=False)
-    yield plugin_site
-    refresh_entry_points()
+    return plugin_site
 
 
 @pytest.fixture

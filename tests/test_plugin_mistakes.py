@@ -7,14 +7,13 @@ The intruder's ``csv`` logger clashes with the builtin one, which refuses every 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import rlcore
-from rlcore._plugins import refresh_entry_points, where_failed
+from rlcore._plugins import where_failed
 from rlcore.testing import pip_install, use_site
 
 INTRUDER = Path(__file__).parent / "mistakes" / "rl-plugin-intruder"
@@ -29,11 +28,10 @@ def intruder_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def intruder(intruder_site: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def intruder(intruder_site: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     use_site(intruder_site, monkeypatch)
     monkeypatch.delenv("RLCORE_PLUGINS", raising=False)
-    yield intruder_site
-    refresh_entry_points()
+    return intruder_site
 
 
 def runs_pm() -> rlcore.PluginManager:

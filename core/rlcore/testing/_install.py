@@ -76,17 +76,20 @@ def entry_point_names(distribution: str, site: str | os.PathLike[str] | None = N
 def use_site(site: str | os.PathLike[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the distributions of ``site`` discoverable here (``sys.path``) and in subprocesses (``PYTHONPATH``).
 
-    ``monkeypatch`` undoes it at the end of the test; the cached entry points are refreshed now
-    (and are read again lazily afterwards).
+    ``monkeypatch`` undoes it at the end of the test, the cache of entry points included: they are
+    read again now, and after the test the plugins of ``site`` are no longer found.
 
     :param site: a directory filled by :func:`pip_install`.
     :param monkeypatch: the test's ``monkeypatch`` fixture.
     """
-    from .._plugins import refresh_entry_points
+    import importlib
 
-    monkeypatch.syspath_prepend(str(site))
+    from .. import _plugins
+
+    monkeypatch.syspath_prepend(str(site))  # (it invalidates the import caches, now and when undone)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p))
-    refresh_entry_points()
+    monkeypatch.setattr(_plugins, "_ENTRY_POINTS", None)  # undone: the cache of before the test
+    importlib.invalidate_caches()
 
 
 @dataclass
