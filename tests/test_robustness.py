@@ -383,6 +383,15 @@ def test_an_off_policy_algorithm_without_the_hooks_it_needs_is_one_line(tmp_path
     assert not (tmp_path / "run").exists()  # refused with the config, before the run directory
 
 
+@pytest.mark.parametrize("algo", ["dqn", "sac"])
+def test_an_off_policy_algorithm_refuses_trajectories_in_one_line(tmp_path, capsys, algo):
+    pytest.importorskip(f"rl_plugin_{algo}")
+    code, err = cli(capsys, "train", "--algo", algo, "--set", "hooks.replay_buffer.flatten_tensordicts=false", "--out", str(tmp_path / "run"))
+    assert (code, err) == (2, "rlctl: error: hooks.replay_buffer.flatten_tensordicts: the algorithm learns from single transitions, not "
+                              "trajectories: keep it true\n")  # fmt: skip
+    assert not (tmp_path / "run").exists()
+
+
 def test_usage_errors_are_one_line_with_where_the_help_is(capsys):
     code, err = cli(capsys, "eval", "runs/none-such")
     assert code == 2 and err.startswith("rlctl: error: Invalid value for 'RUN_DIR'") and err.endswith("(rlctl eval --help)\n")

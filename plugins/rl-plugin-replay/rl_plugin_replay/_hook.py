@@ -190,6 +190,8 @@ class ReplayBufferTrainer(TrainerHookBase):
                 f"hooks.{name}: the algorithm learns on-policy, from each batch as it is collected; a replay buffer "
                 f"feeds off-policy algorithms (dqn, sac): remove hooks.{name}"
             )
+        if isinstance(loss, OffPolicyLoss) and not self.flatten_tensordicts:
+            raise ConfigError(f"hooks.{name}.flatten_tensordicts: the algorithm learns from single transitions, not trajectories: keep it true")
         self._trainer = trainer
         self._beta_start = getattr(self.replay_buffer.sampler, "beta", None)  # before a checkpoint restores an annealed one
         if self.device is None:
@@ -296,8 +298,6 @@ class OffPolicyLoss:
                 "hooks.replay_buffer: this algorithm learns from the samples of a replay buffer, and the config has none "
                 "(e.g. --set 'hooks.replay_buffer={capacity: 100000}')"
             )
-        if not self.replay_hook.flatten_tensordicts:
-            raise ConfigError("hooks.replay_buffer.flatten_tensordicts: this algorithm learns from single transitions, not trajectories: keep it true")
         targets = getattr(self, "target_networks", None)
         if self.target_hook is None and targets is not None and targets():
             raise ConfigError(
