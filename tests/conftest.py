@@ -1,4 +1,4 @@
-"""Shared fixtures: the test plugins of tests/plugins/, pip-installed as real distributions into a temporary site.
+"""Shared fixtures: the test plugins of tests/plugins/ (and tests/mistakes/), pip-installed as real distributions into a temporary site.
 
 The installing is rl-core's author kit's (``rlcore.testing.pip_install`` and ``use_site``), as a
 plugin author's tests would do it.
@@ -18,22 +18,46 @@ import rlcore
 from rlcore.testing import pip_install, use_site
 
 TEST_PLUGINS = Path(__file__).parent / "plugins"
+#: a plugin that makes every mistake an author can (tests/test_plugin_mistakes.py)
+INTRUDER = Path(__file__).parent / "mistakes" / "rl-plugin-intruder"
+
+
+def _site(tmp_path_factory: pytest.TempPathFactory, name: str, projects: list[Path]) -> Path:
+    """A directory holding ``projects``, installed by one pip run (``--target``) with their entry points."""
+    site = tmp_path_factory.mktemp(name)
+    pip_install(projects, site)
+    return site
+
+
+def _discoverable(site: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Make the plugins of ``site`` discoverable in this process (and in subprocesses through PYTHONPATH), for one test."""
+    use_site(site, monkeypatch)
+    monkeypatch.delenv("RLCORE_PLUGINS", raising=False)
+    return site
 
 
 @pytest.fixture(scope="session")
 def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory holding the test plugins, installed by one pip run (``--target``) with their entry points."""
-    site = tmp_path_factory.mktemp("site")
-    pip_install(sorted(TEST_PLUGINS.iterdir()), site)
-    return site
+    """The test plugins of tests/plugins/, installed."""
+    return _site(tmp_path_factory, "site", sorted(TEST_PLUGINS.iterdir()))
 
 
 @pytest.fixture
 def with_plugins(plugin_site: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Make the test plugins discoverable in this process (and in subprocesses through PYTHONPATH)."""
-    use_site(plugin_site, monkeypatch)
-    monkeypatch.delenv("RLCORE_PLUGINS", raising=False)
-    return plugin_site
+    """The test plugins, discoverable."""
+    return _discoverable(plugin_site, monkeypatch)
+
+
+@pytest.fixture(scope="session")
+def intruder_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """rl-plugin-intruder, installed."""
+    return _site(tmp_path_factory, "intruder", [INTRUDER])
+
+
+@pytest.fixture
+def intruder(intruder_site: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """rl-plugin-intruder, discoverable."""
+    return _discoverable(intruder_site, monkeypatch)
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""A plugin author's mistakes (``tests/mistakes/rl-plugin-intruder``, installed as a real distribution, for these
-tests only): each is named in one line, and the rest of rl-core works on.
+"""A plugin author's mistakes (``tests/mistakes/rl-plugin-intruder``, installed as a real distribution by the
+``intruder`` fixture, for these tests only): each is named in one line, and the rest of rl-core works on.
 
 The intruder's ``csv`` logger clashes with the builtin one, which refuses every run: the runs here block it.
 """
@@ -14,24 +14,8 @@ import pytest
 
 import rlcore
 from rlcore._plugins import where_failed
-from rlcore.testing import pip_install, use_site
 
-INTRUDER = Path(__file__).parent / "mistakes" / "rl-plugin-intruder"
 BY = "plugin 'intruder-factories' (rl-plugin-intruder)"
-
-
-@pytest.fixture(scope="module")
-def intruder_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    site = tmp_path_factory.mktemp("intruder")
-    pip_install([INTRUDER], site)
-    return site
-
-
-@pytest.fixture
-def intruder(intruder_site: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    use_site(intruder_site, monkeypatch)
-    monkeypatch.delenv("RLCORE_PLUGINS", raising=False)
-    return intruder_site
 
 
 def runs_pm() -> rlcore.PluginManager:
