@@ -83,16 +83,10 @@ def env_maker(env_id: str, plugin_manager: Any) -> tuple[Callable[..., Any], Cal
         entry = gymnasium.spec(gym_id).entry_point
         constructor: Callable[..., Any] = load_env_creator(entry) if isinstance(entry, str) else entry or gymnasium.make
         return partial(make_gymnasium_env, env_id), constructor
-    import contextlib
     import difflib
-    import importlib
 
     wanted = env_id.rsplit(":", 1)[-1]
-    if "/" not in wanted:  # the id may be one a package registers under its namespace ("Pong-v5": "ALE/Pong-v5")
-        for module, _ in REGISTERING_MODULES.values():
-            with contextlib.suppress(Exception):
-                importlib.import_module(module)
-    names = [*registered, *gymnasium.registry]
+    names = [*registered, *gymnasium.registry]  # (gymnasium_id imported every package of REGISTERING_MODULES for an id without "/")
     close = [name for name in names if name.rsplit("/", 1)[-1].lower() == wanted.lower()]
     close += [name for name in names if name.lower().startswith(wanted.lower().split("-")[0]) and name not in close]
     close = close[:5]
@@ -129,8 +123,8 @@ def gymnasium_id(env_id: str) -> str | None:
 
     ``module:EnvId`` imports ``module`` (Gymnasium's own form); an id missing from the registry loads
     the package :data:`REGISTERING_MODULES` names for its prefix, then the ``gymnasium.envs`` entry
-    points (Gymnasium 0.26-0.29's plugins, which MinAtar still declares), once per process, then
-    the other packages of :data:`REGISTERING_MODULES` one by one until one registers it.
+    points (Gymnasium 0.26-0.29's plugins, which MinAtar still declares), once per process, then, for
+    an id without a namespace, the packages of :data:`REGISTERING_MODULES` one by one until one registers it.
 
     :raises ConfigError: when the module of ``module:EnvId`` cannot be imported.
     """
@@ -167,11 +161,12 @@ def gymnasium_id(env_id: str) -> str | None:
                     loaded()
             except Exception:  # a broken package leaves its ids out, never the lookup
                 continue
-    for module, _ in dict.fromkeys(REGISTERING_MODULES.values()):  # ids without a prefix ("PongNoFrameskip-v4": ale-py's)
-        if name in gymnasium.registry:
-            break
-        with contextlib.suppress(Exception):
-            importlib.import_module(module)
+    if "/" not in name:  # an id a package registers without its namespace ("PongNoFrameskip-v4": ale-py's)
+        for module, _ in dict.fromkeys(REGISTERING_MODULES.values()):
+            if name in gymnasium.registry:
+                break
+            with contextlib.suppress(Exception):
+                importlib.import_module(module)
     return name if name in gymnasium.registry else None
 
 
