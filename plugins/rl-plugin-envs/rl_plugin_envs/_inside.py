@@ -26,7 +26,7 @@ from gymnasium.wrappers import (
     TimeLimit,
 )
 
-from rlcore import ConfigError
+from rlcore import ConfigError, first_line
 
 
 def _array_state(value: np.ndarray) -> Any:
@@ -119,8 +119,7 @@ MISFIT = (TypeError, ValueError, AssertionError)
 
 def does_not_fit(key: str, err: BaseException) -> ConfigError:
     """The one-line error of the wrapper at ``key`` that raised ``err`` (one of :data:`MISFIT`) on the env."""
-    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    return ConfigError(f"{key}: does not fit the env ({text})")
+    return ConfigError(f"{key}: does not fit the env ({first_line(err)})")
 
 
 def wrap_each_env(env: Any, wrap: Callable[[Any], Any], key: str) -> Any:

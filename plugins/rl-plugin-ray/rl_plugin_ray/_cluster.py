@@ -6,7 +6,7 @@ import logging
 import os
 from typing import Any
 
-from rlcore import ConfigError
+from rlcore import ConfigError, first_line
 
 
 class Session:
@@ -47,8 +47,7 @@ class Session:
         except (ConnectionError, ValueError, RuntimeError, TimeoutError) as err:
             where = f"cannot join the Ray cluster at {address!r}" if address else "cannot start a local Ray cluster"
             key = "collector.address" if address else "collector.num_cpus"
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise ConfigError(f"{key}: {where} ({first})") from None
+            raise ConfigError(f"{key}: {where} ({first_line(err)})") from None
         return cls(owned=True, address=address)
 
     def cpus(self) -> float:
