@@ -62,6 +62,7 @@ def test_cli_bad_input_is_one_line_exit_2(with_plugins, tmp_path, rlctl):
         (["train", "--algo", "toy", "--logger", "nope"], "loggers: unknown logger 'nope'"),
         (["--no-plugin", "rl-plugin-pg", "train", "--algo", "ppo"], "algorithm 'ppo' needs plugin 'pg' (rl-plugin-pg), which is blocked"),
         (["config", "show", "nope"], "algo.name: unknown algorithm 'nope'"),
+        (["config", "show", "dqn", "--env", "Pendulum-v1"], "algo.name: dqn needs a Discrete action space, the env has Box("),
         (["train", "--frames", "x"], "trainer.total_frames: expected an integer >= 1, got 'x'"),
         (["train", "--algo", "toy", "--seed", "-1"], "trainer.seed: expected an integer >= 0 and <= 4294967295 or null, got -1"),
         (["train", "--algo", "toy", "--logger", "broken"], "logger 'broken' needs plugin 'broken' (rl-plugin-broken), which is broken: import failed: RuntimeError"),

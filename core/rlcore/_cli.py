@@ -104,8 +104,9 @@ def make_cli(pm: PluginManager) -> click.Group:
     @click.argument("algo", required=False)
     @click.option("--env", "env_id", help="Show the config for this env (with the algorithm's preset for it, if any).")
     def config_show(algo: str | None, env_id: str | None) -> None:
-        """Print the default config of ALGO, ready to edit and pass to `rlctl train`."""
+        """Print the default config of ALGO, ready to edit and pass to `rlctl train` (refused, as train refuses it, when the env does not fit ALGO)."""
         from ._config import check_config, dump_config, load_config
+        from ._run import check_fits
 
         if algo is None:
             raise ConfigError(f"config show: name an algorithm (valid choices: {', '.join(sorted(pm.registry('algorithms'))) or 'none installed'})")
@@ -114,6 +115,7 @@ def make_cli(pm: PluginManager) -> click.Group:
             sections["env"] = {"id": env_id}
         config = load_config(plugin_manager=pm, **sections)
         check_config(config, pm)  # an env id that does not exist, with close matches
+        check_fits(config, pm)  # an env the algorithm cannot train on
         click.echo(dump_config(config), nl=False)
 
     @cli.command()

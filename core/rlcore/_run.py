@@ -370,6 +370,18 @@ def _add_loggers(trainer: Trainer, config: Mapping[str, Any], run_dir: Path, pm:
         logger.log_hparams(hparams)
 
 
+def check_fits(config: Mapping[str, Any], pm: PluginManager) -> None:
+    """Build one env and the algorithm's loss module of a resolved config, then drop them.
+
+    What ``rlctl config show`` checks beyond the config's keys: an env the algorithm cannot train on
+    (``dqn`` on a ``Box`` action space) is refused here, as ``rlctl train`` would refuse it.
+
+    :raises ConfigError: naming the key whose value does not fit.
+    """
+    _, env, _ = _build_parts(config, pm, num_envs=1)
+    env.close()
+
+
 def _build_parts(config: Mapping[str, Any], pm: PluginManager, num_envs: int | None = None) -> tuple[Any, Any, Any]:
     """The env factory, the env and the algorithm's loss module of a resolved config."""
     env_cfg = config["env"]
