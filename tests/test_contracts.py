@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import pickle
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import numpy as np
 import pytest
 import tomllib
 import torch
@@ -223,6 +227,24 @@ def test_a_factory_s_keyword_parameters_are_its_options():
         rlcore.validate_options("loggers.mine", make, {"every": "x"}, skip=("exp_name", "log_dir"))
     with pytest.raises(rlcore.ConfigError, match=r"^loggers.mine.exp_name: required \(no default\)$"):
         rlcore.validate_options("loggers.mine", make, {})
+
+
+def test_a_callable_option_is_given_by_its_import_path_and_stays_a_string_in_the_config():
+    def make(func: Callable[[float], float] | None = None, low: np.floating | np.ndarray = -1.0) -> None: ...
+
+    checked = rlcore.validate_options("opts", make, {"func": "math:sqrt", "low": [-1, 2.5]})
+    func = checked["func"]
+    assert func == "math:sqrt" and func(16.0) == 4.0  # a string, and the function when called
+    assert pickle.loads(pickle.dumps(func))(9.0) == 3.0
+    assert rlcore.dump_config({"env": {"wrappers": {"w": {"func": func}}}}) == "env:\n  wrappers:\n    w:\n      func: math:sqrt\n"
+    assert rlcore.validate_options("opts", make, {"func": math.sqrt})["func"] is math.sqrt  # (from Python: the callable itself)
+    for value in [1, "math", "math:pi", "math:nope", "no_such_module:f"]:
+        with pytest.raises(rlcore.ConfigError, match=rf"^opts.func: expected a callable \(its import path, module:name\) or null, got {value!r}$"):
+            rlcore.validate_options("opts", make, {"func": value})
+    assert rlcore.validate_options("opts", make, {"low": 2})["low"] == 2  # a number for a NumPy scalar or array
+    for value in [True, "x", [1, "x"]]:
+        with pytest.raises(rlcore.ConfigError, match=r"^opts.low: expected "):
+            rlcore.validate_options("opts", make, {"low": value})
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:

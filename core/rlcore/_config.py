@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from ._errors import ConfigError
-from ._options import Range, validate_options
+from ._options import ImportPath, Range, validate_options
 
 CONFIG_FILE = "config.yaml"
 SECTIONS = ("env", "collector", "algo", "optim", "trainer", "loggers", "hooks", "checkpoint")
@@ -435,6 +435,7 @@ def dump_config(config: Mapping[str, Any]) -> str:
         return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
 
     Dumper.add_representer(list, represent_list)
+    Dumper.add_representer(ImportPath, Dumper.represent_str)  # (a callable named by its import path)
     Dumper.add_representer(tuple, represent_list)
     ordered = {s: config[s] for s in (*SECTIONS, PLUGINS_KEY) if s in config}
     return yaml.dump(ordered, Dumper=Dumper, sort_keys=False, default_flow_style=False)

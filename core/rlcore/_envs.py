@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from ._errors import ConfigError, PluginError
-from ._options import Range, check_value, validate_options
+from ._options import Range, check_value, import_module, validate_options
 
 
 def make_vector_env(
@@ -136,10 +135,8 @@ def gymnasium_id(env_id: str) -> str | None:
     _headless_rendering()  # before an env's module is imported (MuJoCo reads MUJOCO_GL then)
     module, _, name = env_id.rpartition(":")
     if module:
-        if os.getcwd() not in sys.path and "" not in sys.path:  # as with `python -m`: a module of the working directory
-            sys.path.append(os.getcwd())
         try:
-            importlib.import_module(module)
+            import_module(module)  # as `python -m` finds it: a module of the working directory too
         except ImportError as err:
             raise ConfigError(f"env.id: cannot import module {module!r} of {env_id!r} ({err})") from None
     if name in gymnasium.registry:

@@ -11,11 +11,13 @@ with their types and defaults. A range is an annotation::
 :func:`validate_options` checks a mapping of values against such a declaration and returns the
 values converted to the declared types (``1e6`` for an integer is ``1000000``); the first bad
 value raises :class:`rlcore.ConfigError` with one line naming the key and what was expected.
+A config file names a callable by its import path, ``module:name`` (:class:`ImportPath`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 import math
 import os
@@ -214,13 +216,78 @@ def describe(annotation: Any) -> str:
     if annotation in words:
         return words[annotation]
     if origin is Callable or annotation is Callable or origin is typing.Callable:
-        return "a callable"
+        return "a callable (its import path, module:name)"
     if annotation in (os.PathLike,):
         return "a path"
     return f"a {getattr(annotation, '__name__', annotation)}"
 
 
 # ----------------------------------------------------------------------------- internals
+
+
+def import_module(name: str) -> types.ModuleType:
+    """The module ``name``, found as ``python -m`` finds it: modules of the working directory too.
+
+    :raises ImportError: when it cannot be imported.
+    """
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())
+    return importlib.import_module(name)
+
+
+class ImportPath(str):
+    """A callable option given in a config by its import path, ``module:name``: a string there, the object when called.
+
+    It stays a string in the config (``config.yaml`` holds the path, a resumed run imports it again)
+    and pickles as one; calling it calls the object, imported on the first call.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        target = self.__dict__.get("target")
+        if target is None:
+            target = self.__dict__["target"] = _import_path(self)
+        return target(*args, **kwargs)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return ImportPath, (str(self),)
+
+
+def _import_path(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(import_module(module), name)
+
+
+def _callable(value: Any) -> tuple[bool, Any]:
+    """A callable as it stands, or a string ``module:name`` naming one, as an :class:`ImportPath`."""
+    if callable(value):
+        return True, value
+    if not isinstance(value, str) or value.count(":") != 1:
+        return False, None
+    try:
+        target = _import_path(value)
+    except (ImportError, AttributeError, ValueError):
+        return False, None
+    return (True, ImportPath(value)) if callable(target) else (False, None)
+
+
+def _numpy(value: Any, annotation: type) -> tuple[bool, Any]:
+    """A value of a NumPy type: what a config holds for it (a number; for an array, numbers in lists too), or an instance."""
+    import numpy as np
+
+    def numbers(v: Any) -> bool:
+        if isinstance(v, (list, tuple)):
+            return all(numbers(item) for item in v)
+        return isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
+
+    if isinstance(value, annotation):
+        return True, value
+    if issubclass(annotation, np.ndarray):
+        return (True, value) if numbers(value) else (False, None)
+    if issubclass(annotation, np.integer):
+        return (True, value) if isinstance(value, int) and not isinstance(value, bool) else (False, None)
+    if issubclass(annotation, np.number):
+        return (True, value) if numbers(value) and not isinstance(value, (list, tuple)) else (False, None)
+    return False, None
 
 
 def _convert(value: Any, annotation: Any) -> tuple[bool, Any]:
@@ -288,9 +355,11 @@ def _convert(value: Any, annotation: Any) -> tuple[bool, Any]:
             return False, None
         return True, {k: v for k, (_, v) in converted.items()}
     if annotation is Callable or origin is typing.Callable or _is_callable_origin(origin):
-        return (True, value) if callable(value) else (False, None)
+        return _callable(value)
     if annotation is os.PathLike:
         return (True, value) if isinstance(value, (str, os.PathLike)) else (False, None)
+    if isinstance(annotation, type) and annotation.__module__ == "numpy":
+        return _numpy(value, annotation)
     if isinstance(annotation, type):
         return (True, value) if isinstance(value, annotation) else (False, None)
     return True, value  # an annotation this checker does not know (a TypeVar, a Protocol, ...)
@@ -358,4 +427,4 @@ def _plural(words: str) -> str:
     return words
 
 
-__all__ = ["REQUIRED", "Option", "Range", "check_value", "describe", "options_of", "validate_options"]
+__all__ = ["REQUIRED", "ImportPath", "Option", "Range", "check_value", "describe", "import_module", "options_of", "validate_options"]

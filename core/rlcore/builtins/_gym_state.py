@@ -19,6 +19,8 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
+from .._options import ImportPath
+
 #: Modules whose envs and wrappers keep their whole state in plain attributes (a wrapper with any other state is refused).
 SAVEABLE_MODULES = ("gymnasium.envs.classic_control.", "gymnasium.wrappers.")
 #: Attributes that describe an env rather than hold its state.
@@ -81,10 +83,10 @@ def _plain_attrs(layer: Any, strict: bool) -> dict[str, Any] | None:
             attrs[key] = {"ndarray": torch.from_numpy(value.copy())}
         elif isinstance(value, np.generic):
             attrs[key] = value.item()
+        elif isinstance(value, (gymnasium.spaces.Space, types.FunctionType, types.BuiltinFunctionType, ImportPath)):
+            continue  # a wrapper's own spaces and functions (ClipAction's, TransformReward's) describe it
         elif value is None or isinstance(value, (bool, int, float, str)):
             attrs[key] = value
-        elif isinstance(value, (gymnasium.spaces.Space, types.FunctionType, types.BuiltinFunctionType)):
-            continue  # a wrapper's own spaces and functions (ClipAction's) describe it
         elif strict:
             return None
     return attrs

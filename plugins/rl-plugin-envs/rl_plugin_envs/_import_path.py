@@ -2,7 +2,9 @@
 
 A ``gymnasium.Wrapper`` class wraps each env of the vector env (:func:`~rl_plugin_envs._inside.wrap_each_env`);
 a ``gymnasium.vector.VectorWrapper`` class wraps the vector env. The options are the class's
-keyword arguments, checked against its signature by rl-core's validator.
+keyword arguments, checked against its signature by rl-core's validator: a callable is given by its
+import path (``{"gymnasium.wrappers.TransformReward": {"func": "mypackage.rewards:scale"}}``), an array
+as a list.
 """
 
 from __future__ import annotations
@@ -34,10 +36,13 @@ def load_wrapper_class(path: str) -> type:
     return cls
 
 
-def _apply(cls: type, path: str, env: Any, **options: Any) -> Any:
+def _apply(cls: type, path: str, arrays: frozenset[str], env: Any, **options: Any) -> Any:
+    import numpy as np
     from gymnasium.vector import VectorWrapper
 
     from ._inside import MISFIT, does_not_fit, wrap_each_env
+
+    options = {name: np.asarray(value) if name in arrays and isinstance(value, list) else value for name, value in options.items()}
 
     if issubclass(cls, VectorWrapper):
         try:
@@ -58,12 +63,14 @@ def wrapper_from_path(path: str) -> Any:
     :raises ConfigError: when the class cannot be imported or is no Gymnasium wrapper.
     """
     cls = load_wrapper_class(path)
-    factory = partial(_apply, cls, path)
     try:
         signature = inspect.signature(cls)
     except (TypeError, ValueError):
-        return factory
+        return partial(_apply, cls, path, frozenset())
+    arrays = frozenset(name for name, param in signature.parameters.items() if "ndarray" in str(param.annotation))  # a list is given as one
+    factory = partial(_apply, cls, path, arrays)
     factory.__signature__ = signature  # type: ignore[attr-defined]
+    factory.__wrapped__ = cls.__init__  # type: ignore[attr-defined]  # (where the validator resolves its annotations)
     return factory
 
 

@@ -207,6 +207,29 @@ def test_import_path_wraps_each_env_or_the_vector_env() -> None:
     assert rlcore.validate_options("env.wrappers.x", clip, {}, ("env",)) == {}
 
 
+def test_a_wrapper_by_import_path_takes_a_callable_by_its_import_path_and_an_array_as_a_list(tmp_path) -> None:
+    pytest.importorskip("rl_plugin_pg")
+    wrappers = '{gymnasium.wrappers.TransformReward: {func: "operator:neg"}, gymnasium.wrappers.RescaleAction: {min_action: -1, max_action: [0.5]}}'
+    overrides = ["algo.name=ppo", "env.id=Pendulum-v1", f"env.wrappers={wrappers}", "collector.frames_per_batch=256", "trainer.total_frames=512"]
+    config = rlcore.load_config(overrides=overrides)
+    env = rlcore.make_vector_env("Pendulum-v1", 1, wrappers=config["env"]["wrappers"])
+    assert env.single_action_space.high.tolist() == [0.5] and env.single_action_space.low.tolist() == [-1.0]
+    env.reset(seed=0)
+    assert all(env.step(np.array([[0.5]], dtype=np.float32))[1][0] >= 0 for _ in range(5))  # Pendulum's costs, negated
+    env.close()
+    trainer = rlcore.build_trainer(config, run_dir=tmp_path / "run")
+    trainer.train()
+    assert "func: operator:neg" in (tmp_path / "run" / "config.yaml").read_text()
+    more = rlcore.load_config(tmp_path / "run" / "config.yaml", overrides=["trainer.total_frames=1024"])
+    resumed = rlcore.build_trainer(more, run_dir=tmp_path / "run", resume=True)
+    resumed.train()
+    assert resumed.collected_frames == 1024
+    for value, expected in [(1, "expected a callable"), ("operator:nope", "expected a callable"), ('"x"', "expected")]:
+        bad = [*overrides[:2], f'env.wrappers={{gymnasium.wrappers.TransformReward: {{func: {value}}}}}']
+        with pytest.raises(rlcore.ConfigError, match=r"^env.wrappers.gymnasium.wrappers.TransformReward.func: " + expected):
+            rlcore.load_config(overrides=bad)
+
+
 def test_import_path_from_the_config() -> None:
     config = rlcore.load_config(overrides=["algo.name=ppo", "env.id=Pendulum-v1", "env.wrappers={gymnasium.wrappers.ClipAction: {}}"])
     # the wrappers given replace PPO's Pendulum default (normalize_reward): they are a pipeline, in the order listed
