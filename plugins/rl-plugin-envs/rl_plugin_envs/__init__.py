@@ -59,7 +59,8 @@ def rl_register_vectorizations() -> dict[str, Any]:
 
 @hookimpl
 def rl_setup(trainer: Any) -> None:
-    """Refuse a ``pixels`` wrapper that would see no frames: one on envs the training process does not step; say
+    """Refuse a ``pixels`` wrapper that would see no frames (on envs the training process does not step) or too few
+    (``max_steps`` below a batch's steps); say
     when Atari's raw screens are trained on (without the ``atari`` wrapper)."""
     import warnings
 
@@ -75,11 +76,17 @@ def rl_setup(trainer: Any) -> None:
             "weights; the usual preprocessing is env.wrappers={atari: {}, frame_stack: {stack_size: 4}} (84 x 84 grey, 4 frames)",
             stacklevel=2,
         )
-    if find_pixel_render(getattr(collector, "env", None)) is not None and not isinstance(collector, rlcore.Collector):
+    render = find_pixel_render(getattr(collector, "env", None))
+    if render is None:
+        return
+    if not isinstance(collector, rlcore.Collector):
         raise ConfigError(
             f"env.wrappers.pixels: frames are rendered where the envs step, and {type(collector).__name__} steps them in other "
             "processes (valid choices: collector.name: local)"
         )
+    steps = collector.frames_per_batch // collector.env.num_envs
+    if render.max_steps < steps:
+        raise ConfigError(f"env.wrappers.pixels.max_steps: {render.max_steps} steps of frames kept, a batch has {steps}; raise max_steps")
 
 
 @hookimpl(tryfirst=True)

@@ -37,6 +37,7 @@ class PixelRender(VectorWrapper):
         self.key = key
         self.size = None if height is None or width is None else (height, width)
         self.training = True
+        self.max_steps = max_steps
         self._frames: deque[np.ndarray] = deque(maxlen=max_steps)
 
     def render_frames(self) -> np.ndarray:

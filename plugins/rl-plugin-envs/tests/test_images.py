@@ -114,6 +114,16 @@ def test_pixels_on_envs_stepped_elsewhere_are_refused_in_one_line() -> None:
     env.close()
 
 
+def test_pixels_keeping_fewer_steps_than_a_batch_has_are_refused_before_the_first_batch(tmp_path: Path) -> None:
+    pytest.importorskip("rl_plugin_pg")
+    overrides = ["algo.name=ppo", "env.id=CartPole-v1", "env.num_envs=2", "env.kwargs.render_mode=rgb_array", "collector.frames_per_batch=32"]
+    config = rlcore.load_config(overrides=[*overrides, "env.wrappers={pixels: {max_steps: 8}}"])
+    trainer = rlcore.build_trainer(config, run_dir=tmp_path / "run")
+    with pytest.raises(rlcore.ConfigError, match=r"^env.wrappers.pixels.max_steps: 8 steps of frames kept, a batch has 16; raise max_steps$"):
+        trainer.train()
+    assert trainer.collected_frames == 0
+
+
 def test_pong_trains_from_the_command_line_and_eval_records_pong(ale, tmp_path: Path) -> None:
     """`rlctl train --algo ppo --env ALE/Pong-v5 --set env.wrappers=...`: Atari preprocessing, frame stack, the CNN; then `rlctl eval --video`."""
     pytest.importorskip("rl_plugin_pg")
