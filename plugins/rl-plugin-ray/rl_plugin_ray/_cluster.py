@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from typing import Any
 
 from rlcore import ConfigError, first_line
+
+#: Seconds a cluster's address has to accept a connection before joining it is given up (Ray itself retries for minutes).
+PROBE_SECONDS = 10.0
 
 
 class Session:
@@ -41,10 +45,11 @@ class Session:
         quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
         try:
             if address is not None:
+                _probe(address)
                 ray.init(address=address, **quiet)
             else:
                 ray.init(num_cpus=num_cpus, include_dashboard=False, **quiet)
-        except (ConnectionError, ValueError, RuntimeError, TimeoutError) as err:
+        except (OSError, ValueError, RuntimeError) as err:  # (ConnectionError and TimeoutError among the first)
             where = f"cannot join the Ray cluster at {address!r}" if address else "cannot start a local Ray cluster"
             key = "collector.address" if address else "collector.num_cpus"
             raise ConfigError(f"{key}: {where} ({first_line(err)})") from None
@@ -63,3 +68,18 @@ class Session:
         if self.owned and ray.is_initialized():
             ray.shutdown()
         self.owned = False
+
+
+def _probe(address: str) -> None:
+    """Connect to ``host:port`` (or ``ray://host:port``) and hang up: an address where nothing answers fails in seconds.
+
+    Ray's own forms without a port (``auto``, ``local``) are left to Ray.
+
+    :raises OSError: when nothing accepts the connection within :data:`PROBE_SECONDS`.
+    """
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if colon and port.isdigit():
+        try:
+            socket.create_connection((host, int(port)), timeout=PROBE_SECONDS).close()
+        except OSError as err:
+            raise OSError(f"nothing answers at {host}:{port}: {err.strerror or err}") from None

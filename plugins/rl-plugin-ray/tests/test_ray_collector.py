@@ -92,6 +92,20 @@ def test_bad_options_are_refused_in_one_line_before_ray_starts(tmp_path: Path) -
     assert not ray.is_initialized()  # the checks come first
 
 
+def test_an_address_where_no_cluster_answers_is_refused_in_one_line_not_after_minutes(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as closed:  # a port that was free a moment ago: nothing listens there
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    for address in [f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"]:
+        with pytest.raises(rlcore.ConfigError) as info:
+            rlcore.build_trainer(rlcore.load_config(overrides=[f"collector.address={address}"], **_sections()), run_dir=tmp_path / "run")
+        assert str(info.value).startswith(f"collector.address: cannot join the Ray cluster at {address!r} (nothing answers at 127.0.0.1:{port}: ")
+        assert not (tmp_path / "run").exists()
+    assert not ray.is_initialized()
+
+
 def _sections() -> dict[str, Any]:
     return {"algo": {"name": "ppo"}, "env": {"num_envs": 4}, "collector": {"name": "ray", "frames_per_batch": 64}}
 
