@@ -125,6 +125,25 @@ def test_get_stats_random_rollout_matches_a_hand_rollout():
     assert torch.allclose(stats["scale"], torch.as_tensor(seen.std(0), dtype=torch.float32), atol=1e-6)
 
 
+def test_get_stats_random_rollout_leaves_a_constant_dimension_as_it_is():
+    import gymnasium
+
+    class Flagged(gymnasium.Env):  # a moving dimension and a flag that never lights in a random rollout
+        observation_space = gymnasium.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        action_space = gymnasium.spaces.Discrete(2)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return np.array([0.0, 0.0], dtype=np.float32), {}
+
+        def step(self, action):
+            return np.array([self.np_random.uniform(-1, 1), 0.0], dtype=np.float32), 0.0, False, False, {}
+
+    stats = rlcore.get_stats_random_rollout(gymnasium.vector.SyncVectorEnv([Flagged]), steps=200, seed=0)
+    assert stats["scale"][1] == 1.0 and stats["loc"][1] == 0.0  # (1 / eps would make a lit flag 1e4)
+    assert 0.4 < stats["scale"][0] < 0.7 and abs(stats["loc"][0]) < 0.2  # the moving one, normalised
+
+
 def test_profile_accounts_for_the_loop_and_logs_perf_values(tmp_path, capsys):
     pytest.importorskip("rl_plugin_pg")
     config = rlcore.load_config(

@@ -226,7 +226,9 @@ def get_stats_random_rollout(
     :param env: a vector env, or an env id (then made with :func:`make_vector_env`, one env, and closed).
     :param steps: vector-env steps to take; each reset and step of every env counts.
     :param seed: the rollout's reset and action-sampling seed.
-    :param eps: the smallest standard deviation returned (constant dimensions).
+    :param eps: a dimension whose standard deviation is below this is constant in the rollout and left as it is
+        (``loc`` 0, ``scale`` 1, as TorchRL's helper does): an unlit pixel or a flag that lights up later is not
+        multiplied by ``1 / eps``.
     :param plugin_manager: where an env id is looked up.
     :return: ``{"loc": mean, "scale": std}``, float32 tensors of the observation's shape.
     """
@@ -247,7 +249,9 @@ def get_stats_random_rollout(
         if own:
             env.close()
     flat = np.concatenate(seen).reshape(-1, *env.single_observation_space.shape)
-    loc, scale = flat.mean(axis=0), np.maximum(flat.std(axis=0), eps)
+    loc, scale = flat.mean(axis=0), flat.std(axis=0)
+    constant = scale < eps
+    loc[constant], scale[constant] = 0.0, 1.0
     return {"loc": torch.as_tensor(loc, dtype=torch.float32), "scale": torch.as_tensor(scale, dtype=torch.float32)}
 
 
