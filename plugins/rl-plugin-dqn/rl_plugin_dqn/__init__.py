@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Annotated, Any, Literal
 
+from rl_plugin_nets import Activation
 from rlcore import Algorithm, Range, hookimpl
 
 __version__ = "0.1.0"
@@ -56,7 +57,7 @@ class DQNOptions:
     n_step: Annotated[int, Range(ge=1)] = 3
     loss: Literal["huber", "mse"] = "huber"
     hidden_sizes: list[Annotated[int, Range(ge=1)]] = field(default_factory=lambda: [256, 256])
-    activation: Literal["relu", "tanh", "elu", "gelu", "silu", "leaky_relu"] = "relu"
+    activation: Activation = "relu"
     encoder: Literal["auto", "mlp", "cnn"] = "auto"
     cnn_channels: list[Annotated[int, Range(ge=1)]] | None = None
     cnn_kernels: list[Annotated[int, Range(ge=1)]] | None = None

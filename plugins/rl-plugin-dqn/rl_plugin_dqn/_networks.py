@@ -10,7 +10,7 @@ from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torch import nn
 
-from rl_plugin_nets import ACTIVATIONS, MLP
+from rl_plugin_nets import MLP
 
 
 class QNetwork(nn.Module):
@@ -45,8 +45,7 @@ class QNetwork(nn.Module):
         if encoder is not None:
             self.heads = MLP([int(encoder.out_dim), 1 + num_actions if dueling else num_actions])
         elif dueling:
-            self.trunk = MLP([obs_dim, *hidden_sizes], activation)
-            self.activation = ACTIVATIONS[activation]
+            self.trunk = MLP([obs_dim, *hidden_sizes], activation, activate_last=True)
             width = hidden_sizes[-1] if hidden_sizes else obs_dim
             self.heads = MLP([width, 1 + num_actions])  # [value, advantages...] in one layer
         else:
@@ -62,8 +61,6 @@ class QNetwork(nn.Module):
             if not self.dueling:
                 return self.net.forward(obs)
             features = self.trunk.forward(obs)
-            if self.trunk.layers:
-                features = self.activation(features)
         out = self.heads.forward(features)
         if not self.dueling:
             return out

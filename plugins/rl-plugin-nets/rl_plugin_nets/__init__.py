@@ -9,8 +9,8 @@
 :func:`image_encoder`,         the CNN an algorithm puts before its heads, from its ``algo`` keys
 ``ENCODER_KEYS``               (``encoder``, ``cnn_*``), or ``None`` where it keeps its MLPs
 :class:`MLPEncoder`            flattened observations through an MLP
-:class:`MLP`, ``ACTIVATIONS``  a fast MLP for losses that take many small steps (DQN, SAC): one ``addmm``
-                               per layer, ReLU and tanh in place
+:class:`MLP`, ``ACTIVATIONS``  the MLP of every algorithm: one ``addmm`` per layer, ReLU and tanh in
+``Activation``                 place; the activations by name, and the type of an ``activation`` option
 :func:`linear_parameter`       a weight or bias initialised as ``torch.nn.Linear``'s
 :func:`is_image_space`,        whether a space is an image, and its layout ``(channels, height, width,
 :func:`image_layout`           channels_last)``
@@ -22,11 +22,14 @@ This module stays light: importing it imports neither torch nor gymnasium.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from rlcore import lazy_getattr
 
 __version__ = "0.1.0"
+
+#: An ``activation`` option: a name of :data:`ACTIVATIONS` (declared here, where importing costs nothing).
+Activation = Literal["relu", "tanh", "elu", "gelu", "silu", "leaky_relu"]
 
 if TYPE_CHECKING:
     from ._cnn import CNN, NATURE, SMALL, NatureCNN
@@ -53,8 +56,8 @@ _LAZY = {
 }
 
 __all__ = [
-    "ACTIVATIONS", "CNN", "ENCODERS", "ENCODER_KEYS", "MLP", "NATURE", "SMALL", "ImageLayout", "MLPEncoder", "NatureCNN", "encoder_for", "image_encoder",
-    "image_layout", "is_image_space", "linear_parameter",
+    "ACTIVATIONS", "CNN", "ENCODERS", "ENCODER_KEYS", "MLP", "NATURE", "SMALL", "Activation", "ImageLayout", "MLPEncoder", "NatureCNN",
+    "encoder_for", "image_encoder", "image_layout", "is_image_space", "linear_parameter",
 ]  # fmt: skip
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -12,7 +11,7 @@ import torch
 from torch import nn
 
 from ._cnn import CNN, NATURE, NATURE_MIN_SIDE, SMALL
-from ._mlp import ACTIVATIONS
+from ._mlp import MLP
 from ._spaces import image_layout, is_image_space
 
 #: the choices of ``kind``
@@ -21,23 +20,9 @@ ENCODERS = ("auto", "mlp", "cnn")
 ENCODER_KEYS = ("encoder", "cnn_channels", "cnn_kernels", "cnn_strides", "cnn_features")
 
 
-class _Activation(nn.Module):
-    """An activation of :data:`ACTIVATIONS` as a module (applied in place where it may be, after a linear layer)."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__()
-        self.name = name
-        self.function = ACTIVATIONS[name]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.function(x)
-
-    def extra_repr(self) -> str:
-        return self.name
-
-
 class MLPEncoder(nn.Module):
-    """Flattened observations through linear layers, each followed by the activation: ``[..., *obs_shape] -> [..., out_dim]``.
+    """Flattened observations through an :class:`MLP` trunk (CleanRL's initialisation, each layer activated):
+    ``[..., *obs_shape] -> [..., out_dim]``.
 
     With no hidden size it is the flattening alone (``out_dim`` is the observation's size).
     Observations of any dtype are converted to float32 (``uint8`` scaled by 1/255).
@@ -50,19 +35,10 @@ class MLPEncoder(nn.Module):
 
     def __init__(self, obs_shape: Sequence[int], hidden_sizes: Sequence[int] = (64, 64), activation: str = "tanh", *, dtype: Any = "float32") -> None:
         super().__init__()
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"unknown activation {activation!r}; valid choices: {', '.join(ACTIVATIONS)}")
         self.obs_shape = tuple(obs_shape)
         self.scale = 255.0 if np.dtype(dtype) == np.uint8 else 1.0
-        sizes = [math.prod(self.obs_shape), *hidden_sizes]
-        layers: list[nn.Module] = []
-        for n_in, n_out in itertools.pairwise(sizes):
-            linear = nn.Linear(n_in, n_out)
-            nn.init.orthogonal_(linear.weight, 2**0.5)
-            nn.init.zeros_(linear.bias)
-            layers += [linear, _Activation(activation)]
-        self.net = nn.Sequential(*layers)
-        self.out_dim = sizes[-1]
+        self.net = MLP([math.prod(self.obs_shape), *hidden_sizes], activation, init="orthogonal", activate_last=True)
+        self.out_dim = self.net.out_dim
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """Features ``[..., out_dim]`` of observations ``[..., *obs_shape]``."""

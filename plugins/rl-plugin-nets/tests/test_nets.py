@@ -84,3 +84,26 @@ def test_cnn_sizes_of_another_depth_than_the_preset_name_the_keys_to_set() -> No
     )
     cnn = image_encoder(small, cnn_channels=[8, 8], cnn_kernels=[3, 3], cnn_strides=[1, 1])
     assert len([m for m in cnn.modules() if isinstance(m, torch.nn.Conv2d)]) == 2
+
+
+def test_the_mlp_initialises_as_linear_or_as_cleanrl_and_activates_a_trunk_last() -> None:
+    import typing
+
+    import rl_plugin_nets
+    from rl_plugin_nets import ACTIVATIONS, MLP
+
+    assert typing.get_args(rl_plugin_nets.Activation) == tuple(ACTIVATIONS)  # the option's choices are the activations
+    torch.manual_seed(0)
+    linear = MLP([4, 64, 2], "relu")
+    assert linear.weight0.abs().max() <= 0.5 and linear.bias0.abs().max() > 0  # U(+-1/sqrt(4)), biases too
+    cleanrl = MLP([4, 64, 2], "tanh", init="orthogonal", out_gain=0.01)
+    w0, w1 = cleanrl.weight0.t(), cleanrl.weight1.t()  # [out, in]: orthogonal rows scaled by the gain
+    assert torch.allclose(w0.t() @ w0, 2.0 * torch.eye(4), atol=1e-5) and torch.allclose(w1 @ w1.t(), 1e-4 * torch.eye(2), atol=1e-7)
+    assert not cleanrl.bias0.any() and not cleanrl.bias1.any()
+    x = torch.randn(3, 5, 4)  # leading dimensions are kept
+    expected = torch.addmm(cleanrl.bias1, torch.tanh(x.reshape(15, 4) @ cleanrl.weight0), cleanrl.weight1).reshape(3, 5, 2)
+    assert torch.allclose(cleanrl(x), expected, atol=1e-6)
+    trunk = MLP([4, 8], "relu", activate_last=True)
+    assert (trunk(torch.randn(100, 4)) >= 0).all() and (MLP([4, 8], "relu")(torch.randn(100, 4)) < 0).any()
+    with pytest.raises(ValueError, match="unknown activation 'sigmoid'; valid choices: relu, tanh"):
+        MLP([4, 8], "sigmoid")

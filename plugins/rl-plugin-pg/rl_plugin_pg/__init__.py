@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
+from rl_plugin_nets import Activation
 from rlcore import Algorithm, Range, hookimpl
 
 __version__ = "0.1.0"
@@ -68,7 +69,7 @@ class PGOptions:
     value_clip_range: Positive | None = None
     entropy_coef: NonNegative = 0.0
     hidden_sizes: list[Annotated[int, Range(ge=1)]] = field(default_factory=lambda: [64, 64])
-    activation: Literal["tanh", "relu", "elu", "gelu", "silu", "leaky_relu"] = "tanh"
+    activation: Activation = "tanh"
     shared_trunk: bool = False
     log_std_init: float = 0.0
     action_bounds: Literal["clip", "tanh"] = "clip"

@@ -26,26 +26,18 @@ frames stay ``uint8`` until they are on the policy's device.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from tensordict import TensorDictBase
 from tensordict.nn import InteractionType, TensorDictModuleBase, interaction_type
 from torch import nn
 
+from rl_plugin_nets import MLP
 from rlcore import ConfigError
 
-ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "tanh": torch.tanh,
-    "relu": F.relu,
-    "elu": F.elu,
-    "gelu": F.gelu,
-    "silu": F.silu,
-    "leaky_relu": F.leaky_relu,
-}
 ACTION_BOUNDS = ("clip", "tanh")
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -53,44 +45,6 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 def sampling() -> bool:
     """Whether the current ``tensordict.nn`` interaction type asks for a random action."""
     return interaction_type() == InteractionType.RANDOM
-
-
-class MLP(nn.Module):
-    """Affine layers ``h @ W + b`` with the activation after each one (the last one too, unless it is an output layer).
-
-    Weights are stored ``[in, out]``, so that each layer is one ``torch.addmm``. Initialisation is
-    CleanRL's: orthogonal with gain ``sqrt(2)`` (``out_gain`` for an output layer), zero biases.
-
-    :param sizes: widths from the input to the last layer, ``[4, 64, 64, 2]``; one width only: the identity.
-    :param activation: a name of :data:`ACTIVATIONS`.
-    :param out_gain: the last layer is an output layer, not activated, initialised with this gain.
-    """
-
-    def __init__(self, sizes: Sequence[int], activation: str, out_gain: float | None = None) -> None:
-        super().__init__()
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"unknown activation {activation!r}; valid choices: {', '.join(ACTIVATIONS)}")
-        self.activation = ACTIVATIONS[activation]
-        self.out_dim = sizes[-1]
-        #: parameter names of each layer (plain attributes: iterating a ParameterList costs more than the layer)
-        self.layers = [(f"weight{i}", f"bias{i}") for i in range(len(sizes) - 1)]
-        self.activated = len(self.layers) - (out_gain is not None)
-        for i, (weight_name, bias_name) in enumerate(self.layers):
-            weight = torch.empty(sizes[i + 1], sizes[i])
-            nn.init.orthogonal_(weight, math.sqrt(2) if i < self.activated else out_gain)
-            self.register_parameter(weight_name, nn.Parameter(weight.t().contiguous()))
-            self.register_parameter(bias_name, nn.Parameter(torch.zeros(sizes[i + 1])))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Outputs ``[..., out_dim]`` of inputs ``[..., in_dim]``."""
-        lead = x.shape[:-1]
-        h = x if len(lead) == 1 else x.reshape(-1, x.shape[-1])
-        params = self._parameters
-        for i, (weight, bias) in enumerate(self.layers):
-            h = torch.addmm(params[bias], h, params[weight])
-            if i < self.activated:
-                h = self.activation(h)
-        return h if len(lead) == 1 else h.reshape(*lead, self.out_dim)
 
 
 class ActorCritic(TensorDictModuleBase):
@@ -101,7 +55,7 @@ class ActorCritic(TensorDictModuleBase):
     :param action_dim: number of discrete actions, or the size of a continuous action.
     :param discrete: categorical (``True``) or Gaussian (``False``) actions.
     :param hidden_sizes: hidden layer widths of each MLP (of the trunk, when shared).
-    :param activation: a name of :data:`ACTIVATIONS`.
+    :param activation: a name of ``rl_plugin_nets.ACTIVATIONS``.
     :param shared_trunk: one trunk feeds both heads, instead of one MLP each.
     :param log_std_init: initial log standard deviation of a Gaussian policy.
     :param low: lower action bounds of a Gaussian policy.
@@ -140,13 +94,13 @@ class ActorCritic(TensorDictModuleBase):
         self.action_key = "action" if discrete else "raw_action"
         # with a shared trunk (or an encoder), the actor and the critic are one-layer heads on its features
         self.encoder = encoder
-        self.trunk = MLP([obs_dim, *hidden_sizes], activation) if shared_trunk and encoder is None else None
+        self.trunk = MLP([obs_dim, *hidden_sizes], activation, init="orthogonal", activate_last=True) if shared_trunk and encoder is None else None
         if encoder is not None:
             body = [int(encoder.out_dim)]
         else:
             body = [obs_dim, *hidden_sizes] if self.trunk is None else [self.trunk.out_dim]
-        self.actor_net = MLP([*body, action_dim], activation, out_gain=0.01)  # near-uniform initial policy
-        self.critic_net = MLP([*body, 1], activation, out_gain=1.0)
+        self.actor_net = MLP([*body, action_dim], activation, init="orthogonal", out_gain=0.01)  # near-uniform initial policy
+        self.critic_net = MLP([*body, 1], activation, init="orthogonal", out_gain=1.0)
         if not discrete:
             self.log_std = nn.Parameter(torch.full((action_dim,), float(log_std_init)))
             low_t = torch.as_tensor(np.asarray(low, dtype=np.float32)).reshape(action_dim)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Annotated, Any, Literal
 
+from rl_plugin_nets import Activation
 from rlcore import Algorithm, Range, hookimpl
 
 __version__ = "0.1.0"
@@ -48,7 +49,7 @@ class SACOptions:
 
     gamma: Annotated[float, Range(gt=0, le=1)] = 0.99
     hidden_sizes: list[Annotated[int, Range(ge=1)]] = field(default_factory=lambda: [256, 256])
-    activation: Literal["relu", "tanh", "elu", "gelu", "silu", "leaky_relu"] = "relu"
+    activation: Activation = "relu"
     encoder: Literal["auto", "mlp", "cnn"] = "auto"
     cnn_channels: list[Annotated[int, Range(ge=1)]] | None = None
     cnn_kernels: list[Annotated[int, Range(ge=1)]] | None = None
