@@ -35,6 +35,7 @@ _LAZY = {
     "load_env_states": "._envs",
     "make_optimizer": "._run",
     "get_stats_random_rollout": "._envs",
+    "read_metrics": ".builtins.csv_logger",
     "check_device": "._config",
     "correct_for_frame_skip": "._config",
     "generate_exp_name": "._logger",
@@ -91,6 +92,7 @@ __all__ = [
     "load_env_states",
     "make_optimizer",
     "make_vector_env",
+    "read_metrics",
     "save_config",
     "validate_options",
 ]
@@ -108,6 +110,7 @@ if TYPE_CHECKING:
     from ._registry import Algorithm
     from ._run import build_trainer, make_optimizer
     from ._trainer import Trainer, TrainerHookBase
+    from .builtins.csv_logger import read_metrics
 
 
 __getattr__ = lazy_getattr(__name__, _LAZY)

@@ -1,4 +1,5 @@
-"""Builtin plugin: the ``csv`` logger, ``RUN_DIR/metrics.csv`` with one row per value, flushed as written."""
+"""Builtin plugin: the ``csv`` logger, ``RUN_DIR/metrics.csv`` with one row per value, flushed as written,
+and :func:`read_metrics`, which reads such a file back (``rlcore.read_metrics``)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,17 @@ import csv
 import os
 import time
 import warnings
-from collections.abc import Mapping
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from rlcore import Logger, RunPath, hookimpl
+from rlcore import ConfigError, Logger, RunPath, hookimpl
 from rlcore._rundir import inside
 
 HEADER = ("frames", "name", "value", "wall_time")
+#: the file of a run directory the CSV logger writes by default
+METRICS_FILE = "metrics.csv"
 
 
 class CSVLogger(Logger):
@@ -26,7 +30,7 @@ class CSVLogger(Logger):
     :param filename: the file's name inside ``log_dir``.
     """
 
-    def __init__(self, exp_name: str, log_dir: str | os.PathLike[str], filename: RunPath = "metrics.csv") -> None:
+    def __init__(self, exp_name: str, log_dir: str | os.PathLike[str], filename: RunPath = METRICS_FILE) -> None:
         super().__init__(exp_name, log_dir)
         self.path = inside(Path(log_dir), filename, "loggers.csv.filename")
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -52,14 +56,7 @@ class CSVLogger(Logger):
         warning naming its line; every good row is kept.
         """
         self._file.close()
-        with open(self.path, newline="", encoding="utf-8", errors="replace") as handle:
-            rows = list(csv.reader(handle))
-        kept = [list(HEADER)]
-        for line, row in enumerate(rows[1:], start=2):
-            if not _good(row):
-                warnings.warn(f"{self.path} line {line} is damaged and was dropped: {','.join(row)[:80]!r}", stacklevel=2)
-            elif int(row[0]) <= step:
-                kept.append(row)
+        kept = [list(HEADER), *(row for row in good_rows(self.path) if int(row[0]) <= step)]
         tmp = self.path.with_name(self.path.name + ".tmp")
         with open(tmp, "w", newline="", encoding="utf-8") as handle:
             csv.writer(handle).writerows(kept)
@@ -80,8 +77,23 @@ class CSVLogger(Logger):
             self._file.close()
 
 
+def good_rows(path: Path) -> Iterator[list[str]]:
+    """The well-formed ``frames,name,value,wall_time`` rows of a metrics file, after its header.
+
+    A damaged row (the last one of a run killed while writing it, an edit by hand) is dropped with a
+    warning naming its line.
+    """
+    with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+        reader = csv.reader(handle)
+        next(reader, None)
+        for row in reader:
+            if _good(row):
+                yield row
+            else:
+                warnings.warn(f"{path} line {reader.line_num} is damaged and was dropped: {','.join(row)[:80]!r}", stacklevel=2)
+
+
 def _good(row: list[str]) -> bool:
-    """Whether ``row`` is a well-formed ``frames,name,value,wall_time`` row."""
     if len(row) != len(HEADER) or not row[1]:
         return False
     try:
@@ -89,6 +101,29 @@ def _good(row: list[str]) -> bool:
     except ValueError:
         return False
     return True
+
+
+def read_metrics(run_dir: str | os.PathLike[str]) -> dict[str, tuple[list[int], list[float]]]:
+    """Every metric of a run, as ``{name: (frames, values)}`` in the order the rows were written.
+
+    A damaged row is dropped with a warning naming its line, as the CSV logger does when a run is resumed.
+
+    :param run_dir: the run directory (its ``metrics.csv``, written by the ``csv`` logger).
+    :raises rlcore.ConfigError: naming the file, when it cannot be read or is not a metrics file.
+    """
+    path = Path(run_dir) / METRICS_FILE
+    series: dict[str, tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+            header = next(csv.reader(handle), None)
+        if header is None or tuple(header) != HEADER:
+            raise ConfigError(f"{path}: not an rl-core metrics file (expected the columns {','.join(HEADER)})")
+        for frames, name, value, _ in good_rows(path):
+            series[name][0].append(int(frames))
+            series[name][1].append(float(value))
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read metrics ({err.strerror or err})") from None
+    return dict(series)
 
 
 @hookimpl

@@ -20,10 +20,11 @@ from rlcore import hookimpl, lazy_getattr
 if TYPE_CHECKING:
     import click
 
-    from ._metrics import read_metrics
     from ._plot import plot_runs
 
-_LAZY = {"read_metrics": "._metrics", "plot_runs": "._plot"}
+from rlcore import read_metrics  # (the kernel reads what its CSV logger writes)
+
+_LAZY = {"plot_runs": "._plot"}
 
 __all__ = ["plot_runs", "read_metrics"]
 

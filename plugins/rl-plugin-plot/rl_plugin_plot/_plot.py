@@ -6,9 +6,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from rlcore import ConfigError
-
-from ._metrics import read_metrics
+from rlcore import ConfigError, read_metrics
 
 #: inches of one panel (width, height); saved at :data:`DPI`
 PANEL = (8.0, 3.2)
