@@ -8,7 +8,7 @@ Two settings, each with the same policy object and env count on every side:
   EnvPool's ``Pong-v5`` does the same preprocessing in C++ (its own defaults: 84 x 84 grey, 4 frames).
 
 Backends: rl-core's ``rlcore.Collector`` (whole ``[envs, time]`` TensorDict batches) on ``sync``,
-``async`` and ``envpool``; Stable-Baselines3's ``DummyVecEnv`` and ``SubprocVecEnv`` (the loop
+``async``, ``envpool`` and, for Pong, ``ale`` (ale-py's ``AtariVectorEnv``: C++ threads, EnvPool's preprocessing); Stable-Baselines3's ``DummyVecEnv`` and ``SubprocVecEnv`` (the loop
 ``actions = policy(obs); obs = venv.step(actions)``, nothing stored: SB3's collection without its
 rollout buffer); TorchRL's ``ParallelEnv`` of ``GymEnv`` under its ``SyncDataCollector`` (``Collector`` in 0.14). Each
 measure collects ``--frames`` frames after one warm-up batch, in a fresh process, one torch
@@ -54,7 +54,9 @@ SETTINGS = {
     "cartpole": {"env": "CartPole-v1", "num_envs": 64, "steps": 64},
     "pong": {"env": "ALE/Pong-v5", "num_envs": 8, "steps": 32},
 }
-BACKENDS = ["rl-core sync", "rl-core async", "rl-core envpool", "SB3 DummyVecEnv", "SB3 SubprocVecEnv", "TorchRL ParallelEnv"]
+BACKENDS = ["rl-core sync", "rl-core async", "rl-core envpool", "rl-core ale", "SB3 DummyVecEnv", "SB3 SubprocVecEnv", "TorchRL ParallelEnv"]
+#: backends measured in some settings only
+ONLY = {"rl-core ale": ("pong",)}
 REFERENCES = ["EnvPool alone", "policy alone", "Gymnasium vector + policy"]
 
 
@@ -117,7 +119,8 @@ def measure(backend: str, setting: str, frames: int) -> float:
         import rlcore
 
         vectorization = backend.split()[-1]
-        wrappers = {"atari": {}, "frame_stack": {"stack_size": 4}} if setting == "pong" and vectorization != "envpool" else None
+        preprocessed = vectorization in ("envpool", "ale")  # (in C++, as the Python wrappers would)
+        wrappers = {"atari": {}, "frame_stack": {"stack_size": 4}} if setting == "pong" and not preprocessed else None
         env = rlcore.make_vector_env(spec["env"], n, vectorization=vectorization, wrappers=wrappers)
         policy = TensorDictModule(lambda obs: sample(net, obs), in_keys=["observation"], out_keys=["action"])
         collector = rlcore.Collector(env, policy, n * steps)
@@ -250,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         for setting in settings:
             frames = args.frames if setting == "cartpole" else max(args.frames // 8, 2048)
             order = backends if repeat % 2 == 0 else list(reversed(backends))
-            for backend in order:
+            for backend in (b for b in order if setting in ONLY.get(b, (setting,))):
                 value = _measure(backend, setting, frames)
                 if isinstance(value, str):
                     errors[(backend, setting)] = value
@@ -264,7 +267,10 @@ def main(argv: list[str] | None = None) -> int:
         cells = []
         for setting in settings:
             values = results.get((backend, setting))
-            cells.append(f"{statistics.median(values):,.0f} frames/s" if values else f"n/a ({errors.get((backend, setting), '-')})")
+            if setting not in ONLY.get(backend, (setting,)):
+                cells.append("-")
+            else:
+                cells.append(f"{statistics.median(values):,.0f} frames/s" if values else f"n/a ({errors.get((backend, setting), '-')})")
         print(f"| {backend} | " + " | ".join(cells) + " |")
     print()
     for setting in settings:

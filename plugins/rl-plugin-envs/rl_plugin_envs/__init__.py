@@ -24,7 +24,8 @@ Wrappers are listed under ``env.wrappers`` and applied in that order::
 =================================  ==============================================================================
 
 Wrappers that act inside each env come before the vector-env wrappers. ``env.vectorization:
-envpool`` steps the envs with EnvPool (``pip install envpool``).
+envpool`` steps the envs with EnvPool (``pip install envpool``), ``env.vectorization: ale`` Atari
+games with ale-py's ``AtariVectorEnv``.
 
 This module stays light: importing it imports neither torch nor numpy nor gymnasium.
 """
@@ -35,14 +36,14 @@ from typing import Any
 
 from rlcore import ConfigError, hookimpl
 
-from ._factories import IMPORT_PATH, WRAPPERS, envpool, import_path
+from ._factories import IMPORT_PATH, WRAPPERS, ale, envpool, import_path
 
 __version__ = "0.1.0"
 
 #: the shape of an Atari env's observations without preprocessing
 ATARI_SCREEN = (210, 160, 3)
 
-__all__ = ["IMPORT_PATH", "WRAPPERS", "envpool", "import_path", "rl_batch_process", "rl_register_env_wrappers", "rl_register_vectorizations", "rl_setup"]
+__all__ = ["IMPORT_PATH", "WRAPPERS", "ale", "envpool", "import_path", "rl_batch_process", "rl_register_env_wrappers", "rl_register_vectorizations", "rl_setup"]
 
 
 @hookimpl
@@ -53,8 +54,8 @@ def rl_register_env_wrappers() -> dict[str, Any]:
 
 @hookimpl
 def rl_register_vectorizations() -> dict[str, Any]:
-    """``envpool``: EnvPool's C++ vector env."""
-    return {"envpool": envpool}
+    """``envpool``: EnvPool's C++ vector env; ``ale``: ale-py's, of Atari games."""
+    return {"envpool": envpool, "ale": ale}
 
 
 @hookimpl

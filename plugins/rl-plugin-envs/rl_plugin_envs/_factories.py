@@ -286,6 +286,16 @@ def envpool(make_env: Any, num_envs: int, **kwargs: Any) -> Any:
 envpool.own_kwargs = True  # type: ignore[attr-defined]  # env.kwargs are EnvPool's options, checked when the pool is made
 
 
+def ale(make_env: Any, num_envs: int, **kwargs: Any) -> Any:
+    """ale-py's vector env of Atari games (``env.vectorization: ale``); see :func:`rl_plugin_envs._ale.ale_vector_env`."""
+    from ._ale import ale_vector_env
+
+    return ale_vector_env(make_env, num_envs, **kwargs)
+
+
+ale.own_kwargs = True  # type: ignore[attr-defined]  # env.kwargs are AtariVectorEnv's options, checked when it is made
+
+
 def import_path(path: str) -> Any:
     """The factory of the Gymnasium wrapper class at ``path``; see :func:`rl_plugin_envs._import_path.wrapper_from_path`."""
     from ._import_path import wrapper_from_path

@@ -1,0 +1,55 @@
+"""ale-py's AtariVectorEnv as a vectorization: the id's settings, the collector's batches, truncation and episodes, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from envs_helpers import RandomPolicy, make
+
+import rlcore
+
+pytest.importorskip("ale_py", reason="Atari envs need ale-py")
+
+
+def test_the_ids_settings_and_env_kwargs_make_the_vector_env() -> None:
+    from rl_plugin_envs._ale import ale_options
+
+    options = ale_options("ALE/Pong-v5", {"stack_num": 2})
+    assert options == {
+        "game": "pong", "repeat_action_probability": 0.25, "full_action_space": False, "max_num_frames_per_episode": 108_000,
+        "reward_clipping": False, "stack_num": 2,
+    }  # fmt: skip
+    env = make("ALE/Pong-v5", 2, vectorization="ale", kwargs={"stack_num": 2})
+    assert env.metadata["autoreset_mode"].name == "SAME_STEP" and env.single_action_space.n == 6  # the minimal action set
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (2, 2, 84, 84) and obs.dtype == np.uint8
+    env.close()
+
+
+def test_the_collector_counts_episodes_and_keeps_truncation_apart() -> None:
+    env = make("ALE/Pong-v5", 2, vectorization="ale", kwargs={"max_num_frames_per_episode": 80, "noop_max": 0})  # 20 steps of 4 frames
+    collector = rlcore.Collector(env, RandomPolicy(6), frames_per_batch=100)
+    collector.set_seed(0)
+    batch = collector.collect()
+    assert batch.batch_size == (2, 50) and batch["observation"].dtype.is_floating_point is False
+    truncated, terminated = batch["next", "truncated"][..., 0], batch["next", "terminated"][..., 0]
+    assert truncated.any() and not terminated.any()  # a random Pong policy loses no game in 20 steps
+    _, lengths = collector.finished_episodes
+    assert len(lengths) == int(truncated.sum()) and set(lengths.tolist()) <= {20, 21}
+    env_i, t = map(int, truncated.nonzero()[0])
+    last, first = batch["next", "observation"][env_i, t].numpy(), batch["observation"][env_i, t + 1].numpy()
+    assert not np.array_equal(last, first) and np.array_equal(last[-2], batch["observation"][env_i, t, -1].numpy())  # its own last frames
+    env.close()
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs", "message"),
+    [
+        ("CartPole-v1", {}, r"^env.vectorization: ale steps Atari games \(ALE/Pong-v5, ...\), not 'CartPole-v1' \(valid choices: sync, async\)$"),
+        ("ALE/Pong-v5", {"bogus": 1}, r"^env.kwargs.bogus: ale's AtariVectorEnv takes no such option \(valid choices: .*stack_num"),
+        ("ALE/Pong-v5", {"render_mode": "rgb_array"}, r"^env.kwargs.render_mode: the ale vectorization does not render"),
+    ],
+)
+def test_bad_input_is_one_line(env_id: str, kwargs: dict, message: str) -> None:
+    with pytest.raises(rlcore.ConfigError, match=message):
+        rlcore.make_vector_env(env_id, 2, vectorization="ale", kwargs=kwargs)
