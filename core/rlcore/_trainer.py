@@ -22,6 +22,7 @@ from ._checkpoint import CheckpointBackend, SingleFileCheckpoint
 from ._guard import DEFAULT_TIMEOUT, GuardedLogger
 from ._logger import Gauge, Logger
 from ._markers import hookimpl
+from ._optim import optimizer_step
 from ._plugins import PluginManager, get_plugin_manager, where_failed
 from ._profile import Profiler
 from .hookspecs import HOOK_POINTS, HookPoint
@@ -140,10 +141,10 @@ class _Core:
             else:
                 nn.utils.clip_grad_value_(params, trainer.clip_norm)
         if profiler is None:
-            optimizer.step()
+            optimizer_step(optimizer)
         else:
             with profiler.timed("optimizer step"):
-                optimizer.step()
+                optimizer_step(optimizer)
         return stats
 
     @hookimpl(tryfirst=True)

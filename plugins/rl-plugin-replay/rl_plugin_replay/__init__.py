@@ -28,9 +28,8 @@ and the public API an off-policy loss builds on (DQN, SAC and third-party losses
 :class:`RandomWarmup`
 :class:`LinearSchedule`        a coefficient annealed over frames
 :func:`flush_denormal`         denormal floats to zero on the CPU while training (Adam on dead ReLUs)
-:class:`FusedAdamStep`         the kernel's optimizer step, calling fused Adam directly (``rl_optimizer``)
-:class:`OffPolicyLoss`         a loss module's mixin: refuses a run without the replay buffer hook, ``rl_optimizer`` through
-                               FusedAdamStep, denormals flushed while training
+:class:`OffPolicyLoss`         a loss module's mixin: refuses a run without the replay buffer hook (or with
+                               target networks and no updater), denormals flushed while training
 ``INDEX_KEY`` ...              the keys of samples: ``"index"``, ``"_weight"``, ``"td_error"``, ``"steps_to_next_obs"``
 =============================  ==========================================================================
 
@@ -53,7 +52,6 @@ if TYPE_CHECKING:
     from ._exploration import EGreedy, GaussianNoise, LinearSchedule, OrnsteinUhlenbeck, RandomWarmup
     from ._hook import OffPolicyLoss, ReplayBufferTrainer
     from ._nstep import NStepReturns, bootstrap_target
-    from ._optim import FusedAdamStep
     from ._perf import flush_denormal
     from ._samplers import PrioritizedSampler, UniformSampler
     from ._storage import TensorStorage
@@ -83,7 +81,6 @@ _LAZY = {
     "RandomWarmup": "._exploration",
     "LinearSchedule": "._exploration",
     "flush_denormal": "._perf",
-    "FusedAdamStep": "._optim",
 }
 
 __all__ = [
@@ -92,7 +89,6 @@ __all__ = [
     "STEPS_KEY",
     "WEIGHT_KEY",
     "EGreedy",
-    "FusedAdamStep",
     "GaussianNoise",
     "HardUpdate",
     "LinearSchedule",

@@ -40,7 +40,6 @@ from ._buffer import ReplayBuffer
 from ._exploration import _Exploration
 from ._keys import PRIORITY_KEY
 from ._nstep import NStepReturns
-from ._optim import FusedAdamStep
 from ._perf import flush_denormal
 from ._samplers import PrioritizedSampler
 
@@ -273,22 +272,14 @@ class OffPolicyLoss:
     Its hook implementations: the run refuses to start unless a :class:`ReplayBufferTrainer` feeds
     the loss its samples, single transitions (the config's ``hooks.replay_buffer``, with
     ``flatten_tensordicts``), and, when the loss has target networks (``target_networks()``), an
-    updater moves them (``hooks.target_updater``); the optimizer steps through
-    :class:`FusedAdamStep`; denormal floats are flushed to zero while it trains (:func:`flush_denormal`).
+    updater moves them (``hooks.target_updater``); denormal floats are flushed to zero while it trains
+    (:func:`flush_denormal`).
     """
 
     #: the hook that feeds this loss (set by :meth:`ReplayBufferTrainer.register`)
     replay_hook: ReplayBufferTrainer | None = None
     #: the hook that updates its target networks (set by the updaters' ``register``)
     target_hook: Any = None
-    _fast_step: FusedAdamStep | None = None
-
-    @hookimpl
-    def rl_optimizer(self, trainer: Any, losses: Any) -> dict[str, Any] | None:
-        """The kernel's optimizer step, with fused Adam called directly (``None``: the kernel's step runs)."""
-        if self._fast_step is None:
-            self._fast_step = FusedAdamStep()
-        return self._fast_step(trainer, losses)
 
     @hookimpl
     def rl_setup(self) -> None:

@@ -1,4 +1,4 @@
-"""FusedAdamStep: a run with it ends bit-identical to a run with the kernel's own optimizer step."""
+"""The kernel's optimizer step: fused Adam called directly ends bit-identical to ``optimizer.step()``, which anything else gets."""
 
 from __future__ import annotations
 
@@ -8,37 +8,34 @@ from tensordict import TensorDict
 from torch import nn
 
 import rlcore
-from rl_plugin_replay import FusedAdamStep
+from rlcore._optim import _direct
 
 
 class Regression(nn.Module):
-    """Fits y = sum(x) with a small MLP; optionally steps its optimizer through FusedAdamStep."""
+    """Fits y = sum(x) with a small MLP, two loss terms, and a parameter without a gradient."""
 
-    def __init__(self, fused_step: bool) -> None:
+    def __init__(self) -> None:
         super().__init__()
         torch.manual_seed(0)
         self.net = nn.Sequential(nn.Linear(3, 16), nn.ReLU(), nn.Linear(16, 1))
         self.frozen = nn.Parameter(torch.ones(2), requires_grad=False)  # no gradient: skipped, as torch skips it
-        self.step = FusedAdamStep() if fused_step else None
 
     def forward(self, batch):
         x = batch["x"]
         fit = (self.net(x).squeeze(-1) - x.sum(-1)).pow(2).mean()
         return TensorDict({"loss_fit": fit, "loss_small": 1e-3 * self.net[0].weight.pow(2).sum()}, [])
 
-    @rlcore.hookimpl
-    def rl_optimizer(self, trainer, losses):
-        return self.step(trainer, losses) if self.step is not None else None
 
-
-def run(fused_step: bool, optim: str, clip_norm: float | None, clip_grad_norm: bool = True, profile: bool = False):
-    loss = Regression(fused_step)
+def run(direct: bool, optim: str, clip_norm: float | None, clip_grad_norm: bool = True, profile: bool = False):
+    loss = Regression()
     params = list(loss.parameters())
     optimizer = {
         "adam": lambda: torch.optim.Adam(params, lr=1e-2, fused=True),
         "adamw": lambda: torch.optim.AdamW(params, lr=1e-2, weight_decay=0.1, fused=True),
         "sgd": lambda: torch.optim.SGD(params, lr=1e-2),
     }[optim]()
+    if not direct:  # a step hook: the kernel must call optimizer.step(), which runs it
+        optimizer.register_step_post_hook(lambda *_: None)
     batches = [TensorDict({"x": torch.randn(32, 3, generator=torch.Generator().manual_seed(i))}, [32]) for i in range(6)]
     trainer = rlcore.Trainer(
         collector=batches,
@@ -52,6 +49,7 @@ def run(fused_step: bool, optim: str, clip_norm: float | None, clip_grad_norm: b
         plugin_manager=rlcore.PluginManager(discover=False),
         profile=profile,
     )
+    assert _direct(optimizer) == (direct and optim != "sgd")
     trainer.train()
     return loss.state_dict(), optimizer.state_dict(), trainer
 
@@ -60,7 +58,7 @@ CASES = [("adam", None, True), ("adam", 0.5, True), ("adam", 0.01, False), ("ada
 
 
 @pytest.mark.parametrize(("optim", "clip_norm", "by_norm"), CASES)
-def test_runs_are_bit_identical_to_the_kernels_step(optim, clip_norm, by_norm):
+def test_the_direct_fused_step_is_bit_identical_to_optimizer_step(optim, clip_norm, by_norm):
     params_a, state_a, _ = run(False, optim, clip_norm, by_norm)
     params_b, state_b, trainer = run(True, optim, clip_norm, by_norm)
     for key in params_a:
@@ -71,10 +69,18 @@ def test_runs_are_bit_identical_to_the_kernels_step(optim, clip_norm, by_norm):
     assert trainer.optim_steps == 18
 
 
+def test_an_optimizer_wrapped_by_an_lr_scheduler_or_with_other_options_steps_as_usual():
+    params = [nn.Parameter(torch.ones(3))]
+    assert _direct(torch.optim.Adam(params, fused=True))
+    scheduled = torch.optim.Adam(params, fused=True)
+    torch.optim.lr_scheduler.StepLR(scheduled, step_size=1)  # wraps scheduled.step to count its calls
+    assert not _direct(scheduled)
+    assert not _direct(torch.optim.Adam(params, fused=True, amsgrad=True)) and not _direct(torch.optim.Adam(params, foreach=True))
+
+
 def test_the_profile_shows_its_backward_and_step_apart_and_counts_no_second_twice(capsys):
     *_, trainer = run(True, "adam", None, profile=True)
     rows = {(where, what): seconds for where, what, seconds in trainer.profiler.rows()}
     inner = rows[("rl-core", "backward")] + rows[("rl-core", "optimizer step")]
     assert inner > 0 and sum(rows.values()) <= trainer.profiler.wall  # the rl_optimizer row lost what its two rows hold
     assert "the loop itself (untracked) | -" not in capsys.readouterr().err
-
