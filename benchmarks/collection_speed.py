@@ -8,7 +8,8 @@ Two settings, each with the same policy object and env count on every side:
   EnvPool's ``Pong-v5`` does the same preprocessing in C++ (its own defaults: 84 x 84 grey, 4 frames).
 
 Backends: rl-core's ``rlcore.Collector`` (whole ``[envs, time]`` TensorDict batches) on ``sync``,
-``async``, ``envpool`` and, for Pong, ``ale`` (ale-py's ``AtariVectorEnv``: C++ threads, EnvPool's preprocessing); Stable-Baselines3's ``DummyVecEnv`` and ``SubprocVecEnv`` (the loop
+``async``, ``envpool`` and, for Pong, ``ale`` (ale-py's ``AtariVectorEnv``: C++ threads, EnvPool's
+preprocessing); Stable-Baselines3's ``DummyVecEnv`` and ``SubprocVecEnv`` (the loop
 ``actions = policy(obs); obs = venv.step(actions)``, nothing stored: SB3's collection without its
 rollout buffer); TorchRL's ``ParallelEnv`` of ``GymEnv`` under its ``SyncDataCollector`` (``Collector`` in 0.14). Each
 measure collects ``--frames`` frames after one warm-up batch, in a fresh process, one torch
