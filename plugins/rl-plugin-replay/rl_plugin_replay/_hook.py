@@ -220,14 +220,18 @@ class ReplayBufferTrainer(TrainerHookBase):
         self._explorers = [module for module in loss.modules() if isinstance(module, _Exploration)]
         if isinstance(loss, OffPolicyLoss):
             loss.replay_hook = self
-        trainer.register_op("batch_process", self.pace_exploration)
-        trainer.register_op("batch_process", self.extend)
+        trainer.register_op("batch_process", self.pace_exploration)  # (the buffer is extended in rl_batch_process, last)
         trainer.register_op("pre_optim_steps", self.gate)
         trainer.register_op("process_optim_batch", self.sample)
         trainer.register_op("post_loss", self.update_priority)
         trainer.register_op("post_steps_log", self.log)
         trainer.register_module(name, self)
         trainer.register_plugin(self, f"hooks.{name}")
+
+    @hookimpl(trylast=True)
+    def rl_batch_process(self, batch: TensorDictBase) -> None:
+        """:meth:`extend` with the batch as every other ``batch_process`` hook and op leaves it (a reward scaled there is stored scaled)."""
+        self.extend(batch)
 
     @hookimpl(trylast=True)
     def rl_shutdown(self) -> None:

@@ -139,6 +139,25 @@ def test_hooks_act_at_their_points_of_a_real_run(tmp_path):
     assert loss.policy.frames == 256
 
 
+def test_the_buffer_stores_batches_as_the_other_batch_process_hooks_leave_them(tmp_path):
+    trainer, hook, _ = make_trainer(tmp_path, frames=64)
+
+    class Halve(rlcore.TrainerHookBase):  # registered after the buffer's hook, as a config's own hooks are
+        def register(self, trainer, name="halve"):
+            trainer.register_op("batch_process", lambda batch: batch.set(("next", "reward"), batch["next", "reward"] / 2))
+
+        def state_dict(self):
+            return {}
+
+        def load_state_dict(self, state):
+            pass
+
+    Halve().register(trainer)
+    trainer.train()
+    rewards = hook.replay_buffer.storage.column(("next", "reward"))[: len(hook.replay_buffer)]
+    assert len(rewards) == 64 and torch.all(rewards == 0.5)  # CartPole's 1 per step, halved before it was stored
+
+
 def test_the_buffer_is_part_of_the_checkpoint(tmp_path, capsys):
     trainer, hook, _ = make_trainer(tmp_path / "a", frames=128)
     trainer.train()
