@@ -210,3 +210,27 @@ def test_the_conformance_suites_fail_a_broken_logger_and_backend(tmp_path: Path,
     failed = set(re.findall(r"^FAILED \S+::(\w+::\w+)", output, flags=re.M))
     assert failed == failing, output
     assert f"{len(failing)} failed, {len(passing)} passed" in output, output
+
+
+def test_an_algorithms_loss_module_is_tested_with_its_hooks_and_wrappers(rl_make_trainer: Callable[..., rlcore.Trainer]) -> None:
+    pytest.importorskip("rl_plugin_dqn")
+    pytest.importorskip("rl_plugin_envs")
+    import gymnasium
+
+    from rl_plugin_dqn import build_dqn
+    from rl_plugin_replay import HardUpdate, ReplayBufferTrainer, make_replay_buffer
+
+    space = gymnasium.spaces.Box(-float("inf"), float("inf"), (4,))
+    loss = build_dqn({"hidden_sizes": [16], "init_random_frames": 64, "n_step": 1}, space, gymnasium.spaces.Discrete(2))
+    replay = ReplayBufferTrainer(make_replay_buffer(1000), batch_size=16, flatten_tensordicts=True)
+    trainer = rl_make_trainer(
+        loss_module=loss,
+        hooks={"replay_buffer": replay, "target_updater": HardUpdate(interval=4)},
+        wrappers={"scale_reward": {"scale": 0.5}},
+        plugin_manager=rlcore.get_plugin_manager(),  # (where the wrapper is)
+    )
+    trainer.train()
+    assert trainer.optim_steps == 6 and len(replay.replay_buffer) == 128  # none in the first batch (init_random_frames)
+    assert bool((replay.replay_buffer.storage.column(("next", "reward"))[:128] == 0.5).all())  # the wrapper's rewards
+    with pytest.raises(ValueError, match=r"^make_trainer's own loss needs an env with a flat observation and discrete actions; Pendulum-v1 has Box"):
+        rl_make_trainer(env_id="Pendulum-v1")

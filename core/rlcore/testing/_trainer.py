@@ -24,6 +24,9 @@ def make_trainer(
     hooks: Mapping[str, Any] | None = None,
     env_id: str = "CartPole-v1",
     num_envs: int = 2,
+    wrappers: Mapping[str, Any] | None = None,
+    loss_module: Any = None,
+    optimizer: Any = None,
     frames_per_batch: int = 32,
     total_frames: int = 128,
     optim_steps_per_batch: int = 2,
@@ -34,17 +37,23 @@ def make_trainer(
 ) -> Trainer:
     """A real :class:`rlcore.Trainer` with a real :class:`rlcore.Collector` on a small Gymnasium env.
 
-    The loss module is the kit's own tiny REINFORCE loss over a linear categorical policy (no
-    algorithm plugin needed), optimised with Adam. The defaults train 4 batches of 2 envs x 16
-    steps, 2 optimisation steps each, in well under a second.
+    The loss module is yours (``loss_module``: an algorithm's, to test it with hooks, loggers and
+    checkpoints) or the kit's own tiny REINFORCE loss over a linear categorical policy (no algorithm
+    plugin needed), optimised with Adam. The defaults train 4 batches of 2 envs x 16 steps, 2
+    optimisation steps each, in well under a second.
 
     :param run_dir: the run directory (checkpoints go to ``run_dir/checkpoints``).
     :param plugins: plugins of this trainer only (objects or modules with ``@rlcore.hookimpl``
         functions), registered in order; a mapping gives their names.
     :param hooks: ``{name: hook}``, as a config's ``hooks`` section builds them: a
         :class:`rlcore.TrainerHookBase` is ``register``-ed under its name, anything else is registered as a plugin.
-    :param env_id: a Gymnasium id (or a registered env) with a flat observation and discrete actions.
+    :param env_id: a Gymnasium id (or a registered env); with the kit's loss, one with a flat observation and discrete actions.
     :param num_envs: envs stepped side by side (synchronously, their state checkpointed).
+    :param wrappers: ``{name: options}``, as a config's ``env.wrappers`` (wrappers of installed plugins
+        need a ``plugin_manager`` that has them, e.g. ``rlcore.get_plugin_manager()``).
+    :param loss_module: the loss module, with the ``policy`` the collector acts with; default the kit's
+        tiny loss, which needs a flat observation and discrete actions.
+    :param optimizer: the optimizer; default Adam (``lr=1e-2``) over the loss module's parameters.
     :param frames_per_batch: frames per batch, a multiple of ``num_envs``.
     :param total_frames: frames to train for.
     :param optim_steps_per_batch: optimisation steps per batch.
@@ -69,12 +78,15 @@ def make_trainer(
 
     run_dir = Path(run_dir)
     pm = plugin_manager if plugin_manager is not None else builtins_only()
-    env = make_vector_env(env_id, num_envs, plugin_manager=pm)
+    env = make_vector_env(env_id, num_envs, wrappers=wrappers, plugin_manager=pm)
     obs_space, action_space = env.single_observation_space, env.single_action_space
-    if not isinstance(action_space, gymnasium.spaces.Discrete) or obs_space.shape is None:
+    if loss_module is not None:
+        loss = loss_module
+    elif not isinstance(action_space, gymnasium.spaces.Discrete) or obs_space.shape is None:
         env.close()
-        raise ValueError(f"make_trainer needs an env with a flat observation and discrete actions; {env_id} has {action_space}")
-    loss = TinyLoss(int(torch.Size(obs_space.shape).numel()), int(action_space.n))
+        raise ValueError(f"make_trainer's own loss needs an env with a flat observation and discrete actions; {env_id} has {action_space}")
+    else:
+        loss = TinyLoss(int(torch.Size(obs_space.shape).numel()), int(action_space.n))
     backend: CheckpointBackend | None
     if checkpoint is True:
         backend = TorchCheckpointBackend(run_dir / "checkpoints", keep_last=3)
@@ -84,7 +96,7 @@ def make_trainer(
     trainer = Trainer(
         collector=Collector(env, loss.policy, frames_per_batch),
         loss_module=loss,
-        optimizer=torch.optim.Adam(loss.parameters(), lr=1e-2),
+        optimizer=torch.optim.Adam(loss.parameters(), lr=1e-2) if optimizer is None else optimizer,
         total_frames=total_frames,
         optim_steps_per_batch=optim_steps_per_batch,
         loggers=[MemoryLogger(run_dir.name, run_dir)] if loggers is None else loggers,
