@@ -234,3 +234,26 @@ def test_an_algorithms_loss_module_is_tested_with_its_hooks_and_wrappers(rl_make
     assert bool((replay.replay_buffer.storage.column(("next", "reward"))[:128] == 0.5).all())  # the wrapper's rewards
     with pytest.raises(ValueError, match=r"^make_trainer's own loss needs an env with a flat observation and discrete actions; Pendulum-v1 has Box"):
         rl_make_trainer(env_id="Pendulum-v1")
+
+
+def test_a_trainer_hook_whose_hook_methods_its_register_leaves_out_is_refused(rl_make_trainer: Callable[..., rlcore.Trainer]) -> None:
+    class Mixed(TrainerHookBase):  # register_op-s one thing, and has a hook method that nothing registers
+        def register(self, trainer: rlcore.Trainer, name: str = "mixed") -> None:
+            trainer.register_op("post_steps", lambda: None)
+
+        @hookimpl
+        def rl_post_steps(self) -> None: ...
+
+        def state_dict(self) -> dict:
+            return {}
+
+        def load_state_dict(self, state: dict) -> None: ...
+
+    with pytest.raises(rlcore.PluginError, match=r"^hooks.mixed: Mixed is an rlcore.TrainerHookBase with hook methods \(rl_post_steps\) that its register\(\) "):
+        rl_make_trainer(hooks={"mixed": Mixed()})
+
+    class Registered(Mixed):  # the replay buffer's way: register() registers the hook methods too
+        def register(self, trainer: rlcore.Trainer, name: str = "mixed") -> None:
+            trainer.register_plugin(self, f"hooks.{name}")
+
+    assert rl_make_trainer(hooks={"mixed": Registered()}).plugin_manager.has_plugin("hooks.mixed")

@@ -236,15 +236,35 @@ def _add_hook(trainer: Trainer, pm: PluginManager, name: str, options: dict[str,
     """
     with pm.making("hooks", name) as who:
         hook = pm.factory("hooks", name)(**options)
-        if isinstance(hook, TrainerHookBase):
-            hook.register(trainer, name)
-            return
-        if not any(pm.parse_hookimpl_opts(hook, attr) is not None for attr in dir(hook)):
+        if not isinstance(hook, TrainerHookBase) and not _hook_methods(pm, hook):
             raise PluginError(f"hooks.{name}: {who} returned {hook!r:.60}, expected an rlcore.TrainerHookBase or an object with hook methods")
         try:
-            trainer.register_plugin(hook, f"hooks.{name}")
+            attach_hook(trainer, hook, name)
         except ValueError as err:
             raise PluginError(f"hooks.{name}: {who} made an invalid hook: {err}") from None
+
+
+def attach_hook(trainer: Trainer, hook: Any, name: str) -> None:
+    """Add ``hook`` to ``trainer`` as a config's ``hooks.<name>`` is: a ``TrainerHookBase`` is ``register``-ed, any
+    other object registered as a plugin under ``hooks.<name>``.
+
+    :raises PluginError: for a ``TrainerHookBase`` with hook methods that its ``register`` did not register (they would never run).
+    """
+    if not isinstance(hook, TrainerHookBase):
+        trainer.register_plugin(hook, f"hooks.{name}")
+        return
+    hook.register(trainer, name)
+    methods = _hook_methods(trainer.plugin_manager, hook)
+    if methods and not trainer.plugin_manager.is_registered(hook):
+        raise PluginError(
+            f"hooks.{name}: {type(hook).__name__} is an rlcore.TrainerHookBase with hook methods ({', '.join(methods)}) that its register() "
+            "does not register, so they would never run: call trainer.register_plugin(self, f'hooks.{name}') there, or register_op the work"
+        )
+
+
+def _hook_methods(pm: PluginManager, hook: Any) -> list[str]:
+    """The names of ``hook``'s ``@rlcore.hookimpl`` methods."""
+    return [attr for attr in dir(hook) if pm.parse_hookimpl_opts(hook, attr) is not None]
 
 
 @dataclass(frozen=True)

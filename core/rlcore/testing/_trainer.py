@@ -72,7 +72,8 @@ def make_trainer(
 
     from .._collector import Collector
     from .._envs import make_vector_env
-    from .._trainer import Trainer, TrainerHookBase
+    from .._run import attach_hook
+    from .._trainer import Trainer
     from ..builtins.torch_checkpoint import TorchCheckpointBackend
     from ._tiny import TinyLoss
 
@@ -109,10 +110,7 @@ def make_trainer(
     for name, plugin in named:
         trainer.register_plugin(plugin, name or (plugin.__name__ if isinstance(plugin, ModuleType) else None))
     for name, hook in (hooks or {}).items():
-        if isinstance(hook, TrainerHookBase):
-            hook.register(trainer, name)
-        else:
-            trainer.register_plugin(hook, name)
+        attach_hook(trainer, hook, name)
     return trainer
 
 
