@@ -326,6 +326,31 @@ def test_failing_logger_is_reported_once_and_dropped(toy_pm, tmp_path):
     assert [r["frames"] for r in metrics(tmp_path) if r["name"] == "loss/objective"] == ["64", "128", "192", "256"]
 
 
+class CannotStart:
+    """A logger plugin whose backend cannot be opened: its factory raises."""
+
+    @staticmethod
+    def open_backend(exp_name: str, log_dir: str) -> rlcore.Logger:
+        raise OSError("cannot open the log backend")
+
+    @hookimpl
+    def rl_register_loggers(self) -> dict[str, Any]:
+        return {"unopenable": self.open_backend}
+
+
+def test_a_logger_that_cannot_be_set_up_is_dropped_naming_its_plugin(toy_pm, tmp_path):
+    toy_pm.add_plugin(CannotStart(), "cannotstart")
+    config = rlcore.load_config(plugin_manager=toy_pm, algo={"name": "toy"}, loggers={"unopenable": {}}, trainer={"total_frames": 128})
+    with pytest.warns(UserWarning) as caught:  # at once, as the run is built
+        trainer = rlcore.build_trainer(config, run_dir=tmp_path / "run", plugin_manager=toy_pm)
+    trainer.train()
+    dropped = [str(w.message) for w in caught if "dropped" in str(w.message)]
+    assert dropped == [
+        "logger unopenable of plugin 'cannotstart' could not be set up (OSError: cannot open the log backend); it is dropped and the run goes on"
+    ]
+    assert trainer.collected_frames == 128 and "loss/objective" in (tmp_path / "run" / "metrics.csv").read_text()
+
+
 class HangingLogger(rlcore.Logger):
     """A backend that stops answering at its second write (a server that went away)."""
 

@@ -380,10 +380,16 @@ def _add_loggers(trainer: Trainer, config: Mapping[str, Any], run_dir: Path, pm:
         if options is None:
             continue
         factory = pm.factory("loggers", name)
-        logger = trainer.guard(partial(factory, exp_name=run_dir.name, log_dir=run_dir, **options), name)
+        with pm.making("loggers", name) as who:  # (who provides it, for the messages)
+            label = name if who.endswith("(rl-core)") else f"{name} of {who}"
+        logger = trainer.guard(partial(factory, exp_name=run_dir.name, log_dir=run_dir, **options), label)
         trainer.loggers.append(logger)
         if not logger.wait():  # its set-up, within the deadline
             trainer._drop_logger(logger, f"was not set up within {logger.timeout:g} s")
+            continue
+        problem = logger.problem()
+        if problem is not None:
+            trainer._drop_logger(logger, f"could not be set up ({problem.removeprefix('failed: ')})")
             continue
         if resumed:
             logger.resume(trainer.collected_frames)

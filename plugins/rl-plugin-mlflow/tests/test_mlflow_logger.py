@@ -286,7 +286,7 @@ def test_a_tracking_server_that_does_not_answer_costs_the_run_its_deadline_only(
     assert run.returncode == 0, err
     assert time.monotonic() - start < 60  # MLflow's own retries take minutes
     dropped = [line for line in err.splitlines() if "mlflow" in line]
-    assert dropped == ["rlctl: warning: logger mlflow was not set up within 2 s; it is dropped and the run goes on"]
+    assert dropped == ["rlctl: warning: logger mlflow of plugin 'mlflow' (rl-plugin-mlflow) was not set up within 2 s; it is dropped and the run goes on"]
     assert "Traceback" not in err and (tmp_path / "run" / "metrics.csv").read_text().count("\n") > 5
 
 
