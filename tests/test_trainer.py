@@ -571,3 +571,40 @@ def test_clip_grad_norm_matches_torch(max_norm):
     for a, b in zip(ours[:-1], theirs[:-1], strict=True):
         torch.testing.assert_close(a.grad, b.grad)
     assert (norm > max_norm) == (max_norm == 1e-3)
+
+
+class RefuseAtSetup:
+    """A hook that checks its options when the run starts, as rl-plugin-video's check their directory."""
+
+    def __init__(self, at_batch: int = 0) -> None:
+        self.at_batch = at_batch
+
+    @hookimpl
+    def rl_setup(self) -> None:
+        if self.at_batch == 0:
+            raise rlcore.ConfigError("hooks.refuser.option: refused")
+
+    @hookimpl
+    def rl_post_steps(self, trainer) -> None:
+        if trainer.batches == self.at_batch:
+            raise rlcore.ConfigError("hooks.refuser.option: refused late")
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_run_refused_as_it_starts_leaves_no_run_directory(toy_pm, tmp_path, existing):
+    run_dir = tmp_path / "run"
+    if existing:
+        run_dir.mkdir()  # an empty directory given with --out: empty again
+    config = rlcore.load_config(plugin_manager=toy_pm, algo={"name": "toy"}, trainer={"total_frames": 256, "save_trainer_interval": 64})
+    trainer = rlcore.build_trainer(config, run_dir=run_dir, plugin_manager=toy_pm)
+    trainer.register_plugin(RefuseAtSetup(), "refuser")
+    with pytest.raises(rlcore.ConfigError, match="refused"):
+        trainer.train()
+    assert (run_dir.exists() and not any(run_dir.iterdir())) if existing else not run_dir.exists()
+    again = rlcore.build_trainer(config, run_dir=run_dir, plugin_manager=toy_pm)  # the same --out is free
+    again.train()
+    late = rlcore.build_trainer(config, run_dir=tmp_path / "late", plugin_manager=toy_pm)
+    late.register_plugin(RefuseAtSetup(at_batch=2), "refuser")
+    with pytest.raises(rlcore.ConfigError, match="refused late"):
+        late.train()
+    assert (tmp_path / "late" / "config.yaml").exists() and (tmp_path / "late" / "checkpoints").is_dir()  # a run that trained keeps what it made

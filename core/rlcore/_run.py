@@ -144,19 +144,17 @@ def build_trainer(
             distributed.close()
         raise
     if run is not None:
-        trainer.register_plugin(_Release(run), "rlcore.run_directory")
+        trainer._after_train.append(partial(_release, run, trainer, resume))
     return trainer
 
 
-class _Release:
-    """Releases the run directory when the run ends."""
-
-    def __init__(self, run: RunDirectory) -> None:
-        self.run = run
-
-    @hookimpl(trylast=True)
-    def rl_shutdown(self) -> None:
-        self.run.release()
+def _release(run: RunDirectory, trainer: Trainer, resumed: bool, failure: BaseException | None) -> None:
+    """Release the run directory once the run has ended and its loggers are closed. A fresh run refused before its
+    first batch (a hook's check of its options at ``rl_setup``) is abandoned: it leaves no run directory behind."""
+    if isinstance(failure, ConfigError) and trainer.batches == 0 and not resumed:
+        run.abandon()
+    else:
+        run.release()
 
 
 def _build(config: dict[str, Any], run_dir: Path, pm: PluginManager, distributed: Distributed | None = None) -> Trainer:

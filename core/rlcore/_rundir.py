@@ -44,6 +44,7 @@ class RunDirectory:
         self.resume = resume
         self.force = force
         self.created = False
+        self.committed = False
         self._fd: int | None = None
         is_run = is_run_directory(self.path)
         if self.path.exists() and not self.path.is_dir():
@@ -86,6 +87,7 @@ class RunDirectory:
 
     def commit(self) -> None:
         """The run is built: clear an earlier run's files (``force``) and record the holder."""
+        self.committed = True
         if self.force and not self.resume:
             for child in self.path.iterdir():
                 if child.is_dir() and not child.is_symlink():
@@ -98,9 +100,16 @@ class RunDirectory:
         os.replace(tmp, self.path / HOLDER_FILE)
 
     def abandon(self) -> None:
-        """The run could not be built: remove the directory if this run created it, and release it."""
+        """The run could not be built or start: remove the directory if this run created it (else, once the run has
+        written to it, not resuming, empty it again: it was empty, or its earlier run was cleared by ``force``), and release it."""
         if self.created:
             shutil.rmtree(self.path, ignore_errors=True)
+        elif self.committed and not self.resume:
+            for child in self.path.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
         self.release()
 
     def release(self) -> None:

@@ -292,6 +292,8 @@ class Trainer:
         self._step_stats: dict[str, list[Any]] = {}
         self._pbar: Any = None
         self._pbar_values: dict[str, float] = {}
+        #: called with the run's error (or ``None``) once :meth:`train` has shut everything down (the run directory's release)
+        self._after_train: list[Callable[[BaseException | None], None]] = []
 
         #: the data-parallel learners of a ``torchrun`` run (:class:`rlcore._distributed.Distributed`), else ``None``
         self.distributed: Any = None
@@ -605,7 +607,11 @@ class Trainer:
         finally:
             if profiler is not None:
                 profiler.wall = time.perf_counter() - tic
-            self.shutdown(failing=failure is not None)
+            try:
+                self.shutdown(failing=failure is not None)
+            finally:
+                for after in self._after_train:
+                    after(failure)
             if profiler is not None:
                 print(profiler.table(), file=sys.stderr)
 
