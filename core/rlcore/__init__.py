@@ -45,6 +45,7 @@ _LAZY = {
     "save_config": "._config",
     "dump_config": "._config",
     "first_line": "._errors",
+    "error_line": "._errors",
     "default_config": "._config",
     "Range": "._options",
     "RunPath": "._options",
@@ -79,6 +80,7 @@ __all__ = [
     "default_config",
     "dump_config",
     "env_states",
+    "error_line",
     "evaluate",
     "first_line",
     "generate_exp_name",
@@ -102,7 +104,7 @@ if TYPE_CHECKING:
     from ._collector import Collector, CollectorProtocol
     from ._config import check_device, correct_for_frame_skip, default_config, dump_config, load_config, save_config
     from ._envs import EnvWrapperProtocol, SaveableVectorEnv, env_states, get_stats_random_rollout, load_env_states, make_vector_env
-    from ._errors import first_line
+    from ._errors import error_line, first_line
     from ._evaluate import evaluate
     from ._logger import Gauge, Logger, generate_exp_name, get_logger
     from ._options import Range, RunPath, check_value, validate_options

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from ._errors import ConfigError, RLCoreError
+from ._errors import ConfigError, RLCoreError, error_line
 from ._plugins import ENV_PLUGINS, PluginInfo, PluginManager, _one_line, parse_names, where_failed
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -340,6 +340,6 @@ def _run(cli: click.Group, argv: list[str]) -> int:
         if os.environ.get("RLCORE_TRACEBACK", "1") != "0":
             traceback.print_exc()
         command = _command(argv)
-        _echo_error(f"{_FAILED.get(command, command)} failed: {where_failed(err)}{type(err).__name__}: {err}")
+        _echo_error(f"{_FAILED.get(command, command)} failed: {where_failed(err)}{error_line(err)}")
         return EXIT_FAILED
     return result if isinstance(result, int) else EXIT_OK

@@ -19,3 +19,9 @@ def first_line(err: BaseException) -> str:
     """The first line of an error's message, or its type's name when it has none (for one-line messages)."""
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
+
+
+def error_line(err: BaseException) -> str:
+    """``Type: first line of the message`` (``Type`` alone when it has none): an unexpected error, in one line."""
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text.splitlines()[0]}" if text else type(err).__name__

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
+from ._errors import error_line
 from ._logger import Logger
 
 #: The default deadline of a logger's set-up and of each of its writes, in seconds.
@@ -82,7 +83,7 @@ class GuardedLogger(Logger):
     def problem(self) -> str | None:
         """Why the logger must be dropped (its call raised or has run past the deadline, or a backlog of calls did), or ``None``."""
         if self._error is not None:
-            return f"failed: {type(self._error).__name__}: {self._error}"
+            return f"failed: {error_line(self._error)}"
         started = self._busy_since
         if started is not None and time.monotonic() - started > self.timeout:
             return f"did not answer within {self.timeout:g} s"

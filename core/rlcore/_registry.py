@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, make_dataclass
 from typing import Any
 
-from ._errors import PluginError, first_line
+from ._errors import PluginError, error_line, first_line
 from ._options import options_of
 
 #: registry kind -> (hook name, what the config calls it)
@@ -137,7 +137,7 @@ def collect(hook_caller: Any, kind: str, on_error: Callable[[str, str], None]) -
 
 
 def _error_text(err: BaseException) -> str:
-    text = first_line(err)  # (the type's name when the message is empty)
+    text = first_line(err)
     if isinstance(err, TypeError) and text.startswith(("returned", "entry", "algorithm")):
         return text
-    return f"failed: {type(err).__name__}" + ("" if text == type(err).__name__ else f": {text}")
+    return f"failed: {error_line(err)}"

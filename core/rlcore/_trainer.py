@@ -19,6 +19,7 @@ from torch import nn
 
 from . import hookspecs
 from ._checkpoint import CheckpointBackend, SingleFileCheckpoint
+from ._errors import error_line
 from ._guard import DEFAULT_TIMEOUT, GuardedLogger
 from ._logger import Gauge, Logger
 from ._markers import hookimpl
@@ -688,7 +689,7 @@ class Trainer:
         except Exception as err:
             if not failing:
                 raise
-            print(f"rlcore: while stopping: {where_failed(err)}{type(err).__name__}: {err}", file=sys.stderr)
+            print(f"rlcore: while stopping: {where_failed(err)}{error_line(err)}", file=sys.stderr)
         finally:
             if self._pbar is not None:
                 self._pbar.close()

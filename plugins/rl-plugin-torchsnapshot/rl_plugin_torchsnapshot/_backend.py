@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from rlcore import CheckpointBackend, CheckpointError
+from rlcore import CheckpointBackend, CheckpointError, error_line
 
 from . import _codec
 
@@ -84,13 +84,13 @@ class TorchSnapshotBackend(CheckpointBackend):
         try:
             manifest = snapshot.metadata.manifest  # get_manifest() would deep-copy it
         except Exception as err:
-            raise CheckpointError(f"{path}/{MANIFEST} is unreadable: {_one_line(err)}") from None
+            raise CheckpointError(f"{path}/{MANIFEST} is unreadable: {error_line(err)}") from None
         _check_manifest(manifest, path)
         payload = StateDict()
         try:
             snapshot.restore({APP_KEY: payload})  # reuses the manifest checked above
         except Exception as err:
-            raise CheckpointError(f"{path} has missing or truncated data: {_one_line(err)}") from None
+            raise CheckpointError(f"{path} has missing or truncated data: {error_line(err)}") from None
         skeleton = payload.get(_SKELETON)
         if not isinstance(skeleton, torch.Tensor) or skeleton.dtype != torch.uint8:
             raise CheckpointError(f"{path} holds no state skeleton")
@@ -147,8 +147,3 @@ def _nbytes(entry: TensorEntry) -> int:
     except ValueError:
         raise CheckpointError(f"unknown dtype {entry.dtype!r} in the manifest") from None
     return math.prod(entry.shape) * element_size
-
-
-def _one_line(err: BaseException) -> str:
-    lines = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__

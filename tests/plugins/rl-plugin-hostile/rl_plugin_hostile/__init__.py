@@ -70,4 +70,4 @@ class raises_in_the_loop:
     @hookimpl
     def rl_post_optim(trainer: Any) -> None:
         if _on("loop") and trainer.collected_frames >= 128:
-            raise ZeroDivisionError("the plugin divided by zero")
+            raise ZeroDivisionError("the plugin divided by zero\n(a second line, which the one-line message leaves out)")
