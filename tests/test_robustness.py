@@ -117,8 +117,9 @@ def test_a_failed_resume_leaves_the_run_exactly_as_it_was(tmp_path, capsys):
     before = snapshot(run)
     code, err = cli(capsys, "train", "--resume", str(run), "--set", "algo.hidden_sizes=[128,128]")
     assert code == 2 and err.startswith("rlctl: error: --resume: the checkpoint does not fit this config (") and err.count("\n") == 1
-    code, err = cli(capsys, "train", "--resume", str(run), "--algo", "a2c")
-    assert (code, err) == (2, f"rlctl: error: algo.name: the run in {run} has 'ppo'; resuming it with 'a2c' is refused\n")
+    for change in (["--algo", "a2c"], ["--set", "algo.name=a2c"]):
+        code, err = cli(capsys, "train", "--resume", str(run), *change)
+        assert (code, err) == (2, f"rlctl: error: algo.name: the run in {run} has 'ppo'; resuming it with 'a2c' is refused\n")
     code, err = cli(capsys, "train", "--resume", str(run), "--set", "env.num_envs=4")
     assert (code, err) == (2, f"rlctl: error: env.num_envs: the run in {run} has 8; resuming it with 4 is refused\n")
     code, err = cli(capsys, "train", "--resume", str(run), "--set", "env.vectorization=async")  # the envs' saved state is sync's

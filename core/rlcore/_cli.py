@@ -155,9 +155,11 @@ def make_cli(pm: PluginManager) -> click.Group:
         if resume and config_file is not None:
             raise click.UsageError("--resume continues the run with its own config (RUN_DIR/config.yaml): give no CONFIG, and --set to change a value")
         if resume:
+            from ._config import apply_overrides
             from ._run import check_same_run
 
-            check_same_run(Path(resume), {"algo": {"name": algo}, "env": {"id": env_id}})
+            given = apply_overrides({"algo": {"name": algo}, "env": {"id": env_id}}, overrides)  # (--set algo.name=... too)
+            check_same_run(Path(resume), given)
             run_dir = resume
             config_file = str(Path(resume) / CONFIG_FILE)
         sections: dict[str, Any] = {}
