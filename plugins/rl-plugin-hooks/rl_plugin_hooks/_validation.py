@@ -65,6 +65,7 @@ class LogValidationReward(LogValidationRewardOptions, TrainerHookBase):
             frame_skip=self.frame_skip,
         )
         self.evaluation.config_key = self.config_key  # type: ignore[misc]
+        self.evaluation.env_key = "environment"  # type: ignore[misc]
         self._count = 0
         self._trainer: Callable[[], Trainer | None] = lambda: None
 

@@ -94,7 +94,7 @@ class EvaluationHook(EvaluationOptions, PluginHook):
     @hookimpl
     def rl_setup(self, trainer: Trainer) -> None:
         if self.env is None and getattr(trainer, "make_env", None) is None:
-            raise ConfigError(f"{self.config_key}.env: {NO_ENV}")
+            raise ConfigError(f"{self.config_key}.{self.env_key}: {NO_ENV}")
         if self.policy is None and _policy(trainer) is None:
             raise ConfigError(f"{self.config_key}: the trainer has no policy to evaluate")
         if self.video:
@@ -202,7 +202,7 @@ class EvaluationHook(EvaluationOptions, PluginHook):
         if env is None:
             env = getattr(trainer, "make_env", None)
             if env is None:
-                raise ConfigError(f"{self.config_key}.env: {NO_ENV}")
+                raise ConfigError(f"{self.config_key}.{self.env_key}: {NO_ENV}")
         return env(num_envs=1, **kwargs), True
 
 

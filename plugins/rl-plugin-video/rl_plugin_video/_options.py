@@ -154,6 +154,8 @@ class EvaluationOptions:
 
     #: the config key of the hook, in messages
     config_key: ClassVar[str] = "hooks.evaluation"
+    #: the option that names the env, in messages (a hook built on this one may call it otherwise)
+    env_key: ClassVar[str] = "env"
 
     record_interval: NonNegative = 10_000
     episodes: Positive | None = 5
