@@ -162,8 +162,8 @@ def test_a_broken_registry_shows_in_the_listing_and_breaks_nothing_else(with_plu
 @pytest.mark.parametrize(
     ("hostile", "message"),
     [
-        ("log", "training failed: TypeError: plugin 'hostile-log' returned a str from rl_post_steps_log; expected a Mapping or None"),
-        ("data", "training failed: TypeError: plugin 'hostile-data' returned a list from rl_batch_process; expected a TensorDictBase or None"),
+        ("log", "training failed: plugin 'hostile-log' (rl-plugin-hostile) at rl_post_steps_log: TypeError: returned a str; expected a Mapping or None"),
+        ("data", "training failed: plugin 'hostile-data' (rl-plugin-hostile) at rl_batch_process: TypeError: returned a list; expected a TensorDictBase or None"),
         ("loop", "training failed: plugin 'hostile-loop' (rl-plugin-hostile) at rl_post_optim: ZeroDivisionError: the plugin divided by zero"),
     ],
 )

@@ -498,9 +498,9 @@ class PluginManager(pluggy.PluginManager):
                 if out is None:
                     continue
                 if expected is not None and not isinstance(out, expected):
-                    raise TypeError(
-                        f"plugin {impl.plugin_name!r} returned a {type(out).__name__} from {hook_name}; expected a {expected.__name__} or None"
-                    )
+                    wrong = TypeError(f"returned {_a(type(out).__name__)}; expected {_a(expected.__name__)} or None")
+                    _mark(wrong, self, impl.plugin_name, f"at {hook_name}")
+                    raise wrong
                 if mode == "chain":
                     kwargs[chain] = out
                 elif mode in ("each", "every"):
@@ -546,6 +546,11 @@ def _mark(error: BaseException, pm: PluginManager, plugin: str, doing: str) -> N
     if getattr(error, "rlcore_where", None) is None and not isinstance(error, (KeyboardInterrupt, SystemExit)):
         with contextlib.suppress(AttributeError):  # an exception type without a __dict__
             error.rlcore_where = f"{_label(pm, plugin)} {doing}"  # type: ignore[attr-defined]
+
+
+def _a(noun: str) -> str:
+    """``noun`` with its indefinite article: ``an int``, ``a str``."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
 def _label(pm: PluginManager, plugin: str) -> str:

@@ -161,7 +161,8 @@ def rl_optimizer(trainer: Trainer, losses: TensorDictBase) -> dict[str, Any] | N
 
     The trainer's own implementation (``trylast``) sums the ``loss*`` entries, back-propagates,
     clips gradients (``clip_grad_norm``/``clip_norm``), steps the optimizer and returns
-    ``{"grad_norm": ...}``. Return a dict to replace it, or wrap it (``wrapper=True``) to extend it.
+    ``{"grad_norm": ...}`` when it clips by norm (else ``{}``). Return a dict to replace it, or wrap it
+    (``wrapper=True``) to extend it.
 
     :param trainer: the running trainer.
     :param losses: the loss module's output for this step.
