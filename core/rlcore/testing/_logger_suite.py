@@ -27,7 +27,7 @@ HPARAMS: dict[str, Any] = {
     "env.kwargs": {},
 }
 #: a step beyond 32 bits: long runs count billions of frames
-BIG_STEP = 3_000_000_000
+BIG_STEP = 5_000_000_000  # (2**32 is 4,294,967,296)
 
 
 class LoggerConformance:
@@ -187,7 +187,7 @@ class LoggerConformance:
 
 
 def _same_param(recorded: Any, value: Any) -> bool:
-    """Whether a backend recorded ``value`` faithfully: equal, equal as text, or equal as a number."""
+    """Whether a backend recorded ``value`` faithfully: equal, equal as text (MLflow keeps params as strings), or equal as a number."""
     if recorded == value or str(recorded) == str(value):
         return True
     numbers = (int, float)
