@@ -46,7 +46,7 @@ def test_unknown_hook_is_an_error_status_and_unregistered(with_plugins):
 def test_spec_mismatch_fails_pluggy_validation(with_plugins):
     pm = rlcore.get_plugin_manager()
     status = pm.infos["badsig"].status
-    assert status.startswith("error: PluginValidationError") and "weather" in status
+    assert status == "error: rl_post_steps takes no argument 'weather' (valid choices: trainer)"
     assert "badsig_logger" not in pm.registry("loggers")
 
 

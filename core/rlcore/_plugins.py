@@ -7,6 +7,7 @@ import difflib
 import fnmatch
 import inspect
 import os
+import re
 import sys
 import time
 import warnings
@@ -119,6 +120,17 @@ def parse_names(value: str | None) -> set[str] | None:
     return {part.strip() for part in value.split(",") if part.strip()}
 
 
+def _unknown_arguments(err: BaseException) -> str | None:
+    """pluggy's refusal of a hook implementation's argument names, as one line with the valid ones; else ``None``."""
+    hook = re.search(r"for hook '(rl_\w+)'", str(err))
+    names = re.search(r"Argument\(s\) \{(.*?)\} are declared in the hookimpl", str(err))
+    spec = getattr(hookspecs, hook.group(1), None) if hook else None
+    if spec is None or names is None:
+        return None
+    valid = ", ".join(inspect.signature(spec).parameters)
+    return f"{hook.group(1)} takes no argument {names.group(1)} (valid choices: {valid})"
+
+
 def _one_line(err: BaseException) -> str:
     """``Type: first line`` of an error, with its last line too when it has several (pluggy's validation)."""
     lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
@@ -226,7 +238,7 @@ class PluginManager(pluggy.PluginManager):
         try:
             registered = self.register(plugin, name)
         except Exception as err:  # pluggy's validation errors and anything a plugin's attributes raise
-            info.status = f"error: {_one_line(err)}"
+            info.status = f"error: {_unknown_arguments(err) or _one_line(err)}"
             return False
         if registered is None:  # pluggy's answer for a blocked name
             info.status = "blocked"
