@@ -4,6 +4,7 @@ and per-hook profiling (issue #15, the kernel's part)."""
 from __future__ import annotations
 
 import csv
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -163,3 +164,16 @@ def test_profile_accounts_for_the_loop_and_logs_perf_values(tmp_path, capsys):
     with open(Path(tmp_path / "run" / "metrics.csv"), newline="") as handle:
         names = {row["name"] for row in csv.DictReader(handle)}
     assert {"perf/time/collection", "perf/time/backward", "perf/time/rlcore.loss_module/batch_process"} <= names
+
+
+def test_total_frames_below_one_batch_is_said_to_collect_the_whole_batch(tmp_path):
+    pytest.importorskip("rl_plugin_pg")
+    config = rlcore.load_config(algo={"name": "ppo"}, overrides=["trainer.total_frames=100", "collector.frames_per_batch=64", "env.num_envs=4"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # more than a batch: nothing to say
+        rlcore.build_trainer(config, run_dir=tmp_path / "run").shutdown()
+    config = rlcore.load_config(algo={"name": "ppo"}, overrides=["trainer.total_frames=30", "collector.frames_per_batch=64", "env.num_envs=4"])
+    with pytest.warns(UserWarning, match=r"^trainer.total_frames: 30 is less than one batch: the run collects a whole batch, 64 frames"):
+        trainer = rlcore.build_trainer(config, run_dir=tmp_path / "small")
+    trainer.train()
+    assert trainer.collected_frames == 64
