@@ -260,7 +260,7 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
         ("trainer.optim_steps_per_batch=[1]", "trainer.optim_steps_per_batch: expected an integer >= 1 or null, got [1]"),
         ("algo.value_clip_range=wide", "algo.value_clip_range: expected a number > 0 or null, got 'wide'"),
         ("optim.lr=-1", "optim.lr: expected a number > 0, got -1"),
-        ("env.vectorization=threads", "env.vectorization: unknown vectorization 'threads' (valid choices: async, envpool, sync)"),
+        ("env.vectorization=threads", "env.vectorization: unknown vectorization 'threads' (valid choices: ale, async, envpool, sync)"),
     ],
 )
 def test_bad_types_are_one_line_and_exit_2_before_anything_is_built(capsys, tmp_path, override, message):
