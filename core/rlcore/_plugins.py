@@ -42,7 +42,7 @@ FIRST_PARTY: dict[str, dict[str, str]] = {
             "frame_skip", "time_limit", "frame_stack", "resize", "grayscale", "atari", "pixels", "*.*",
         )
     },
-    "vectorizations": {"sync": "rlcore.gymnasium", "async": "rlcore.gymnasium", "envpool": "rl-plugin-envs"},
+    "vectorizations": {"sync": "rlcore.gymnasium", "async": "rlcore.gymnasium", "envpool": "rl-plugin-envs", "ale": "rl-plugin-envs"},
     "collectors": {"local": "rlcore.gymnasium", "ray": "rl-plugin-ray"},
     "hooks": {n: "rl-plugin-video" for n in ("video_recorder", "tensordict_recorder", "evaluation")}
     | {n: "rl-plugin-replay" for n in ("replay_buffer", "target_updater")}

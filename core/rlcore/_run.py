@@ -112,13 +112,6 @@ def build_trainer(
     config = resolve_config(config, pm)
     check_config(config, pm)
     trainer_cfg = config["trainer"]
-    batch = config["collector"]["frames_per_batch"] * trainer_cfg["frame_skip"]
-    if trainer_cfg["total_frames"] < batch and not resume:
-        warnings.warn(
-            f"trainer.total_frames: {trainer_cfg['total_frames']} is less than one batch: the run collects a whole batch, "
-            f"{batch} frames (collector.frames_per_batch)",
-            stacklevel=2,
-        )
     distributed = from_environment(trainer_cfg["device"])  # the ranks of a torchrun run, else None
     if trainer_cfg["seed"] is None:
         trainer_cfg["seed"] = random.randrange(2**31)
@@ -152,6 +145,13 @@ def build_trainer(
         raise
     if run is not None:
         trainer._after_train.append(partial(_release, run, trainer, resume))
+    batch = config["collector"]["frames_per_batch"] * trainer_cfg["frame_skip"]
+    if trainer_cfg["total_frames"] < batch and not resume:
+        warnings.warn(
+            f"trainer.total_frames: {trainer_cfg['total_frames']} is less than one batch: the run collects a whole batch, "
+            f"{batch} frames (collector.frames_per_batch)",
+            stacklevel=2,
+        )
     return trainer
 
 
