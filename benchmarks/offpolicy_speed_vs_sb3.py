@@ -33,6 +33,7 @@ pandas, matplotlib) are installed there too when missing.
     python benchmarks/offpolicy_speed_vs_sb3.py --algo dqn --seeds 0 1 2 3 4
     python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 10000 --seeds 0
     python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --breakdown   # where a frame's time goes
+    python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --sb3-flush-denormal   # SB3 with denormals flushed too
 """
 
 from __future__ import annotations
@@ -196,17 +197,19 @@ def run_rlcore(algo: str, seed: int, frames: int, breakdown: bool = False) -> di
     return row
 
 
-def run_sb3(algo: str, seed: int, frames: int, breakdown: bool = False) -> dict[str, Any]:
+def run_sb3(algo: str, seed: int, frames: int, breakdown: bool = False, flush_denormal: bool = False) -> dict[str, Any]:
     """Train Stable-Baselines3's ``algo`` with the same hyperparameters; return frames/s and the seconds to the threshold.
 
     :param breakdown: time its ``train`` (sampling, losses, backward, optimizers, target update) and return
         the seconds as ``update_seconds``.
+    :param flush_denormal: flush denormal floats to zero, as rl-core's off-policy losses do while they train.
     """
     ensure_sb3()
     import gymnasium as gym
     import torch
 
     torch.set_num_threads(1)
+    torch.set_flush_denormal(flush_denormal)
     from stable_baselines3 import DQN as SB3DQN
     from stable_baselines3 import SAC as SB3SAC
     from stable_baselines3.common.callbacks import BaseCallback
@@ -405,6 +408,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--frames", type=int, help="frames per run (default: rl-zoo3's n_timesteps, 50000 for DQN, 20000 for SAC)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument(
+        "--sb3-flush-denormal",
+        action="store_true",
+        help="SB3 flushes denormal floats to zero too (rl-core's off-policy losses do: Adam's moments of dead ReLUs decay into them)",
+    )
+    parser.add_argument(
         "--breakdown",
         action="store_true",
         help="instead of the timed pairs, one pair (the first seed): rl-core profiled, SB3's train timed; the updates against the rest",
@@ -426,8 +434,9 @@ def main(argv: list[str] | None = None) -> int:
         jobs = [(fn, seed) for i, seed in enumerate(args.seeds) for fn in ([run_rlcore, run_sb3] if i % 2 == 0 else [run_sb3, run_rlcore])]
         rows = []
         for fn, seed in jobs:  # one at a time, each in a fresh process
+            extra = {"flush_denormal": True} if fn is run_sb3 and args.sb3_flush_denormal else {}
             with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
-                rows.append(pool.submit(fn, algo, seed, frames).result())
+                rows.append(pool.submit(fn, algo, seed, frames, **extra).result())
         report(algo, rows)
     return 0
 
