@@ -125,7 +125,7 @@ def _unknown_arguments(err: BaseException) -> str | None:
     hook = re.search(r"for hook '(rl_\w+)'", str(err))
     names = re.search(r"Argument\(s\) \{(.*?)\} are declared in the hookimpl", str(err))
     spec = getattr(hookspecs, hook.group(1), None) if hook else None
-    if spec is None or names is None:
+    if hook is None or spec is None or names is None:
         return None
     valid = ", ".join(inspect.signature(spec).parameters)
     return f"{hook.group(1)} takes no argument {names.group(1)} (valid choices: {valid})"

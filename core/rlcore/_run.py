@@ -144,7 +144,7 @@ def build_trainer(
             distributed.close()
         raise
     if run is not None:
-        trainer._after_train.append(partial(_release, run, trainer, resume))
+        trainer._after_shutdown.append(partial(_release, run, trainer, resume))
     batch = config["collector"]["frames_per_batch"] * trainer_cfg["frame_skip"]
     if trainer_cfg["total_frames"] < batch and not resume:
         warnings.warn(

@@ -293,8 +293,9 @@ class Trainer:
         self._step_stats: dict[str, list[Any]] = {}
         self._pbar: Any = None
         self._pbar_values: dict[str, float] = {}
-        #: called with the run's error (or ``None``) once :meth:`train` has shut everything down (the run directory's release)
-        self._after_train: list[Callable[[BaseException | None], None]] = []
+        #: called with the run's error (or ``None``) once :meth:`shutdown` has closed everything (the run directory's release)
+        self._after_shutdown: list[Callable[[BaseException | None], None]] = []
+        self._failure: BaseException | None = None
 
         #: the data-parallel learners of a ``torchrun`` run (:class:`rlcore._distributed.Distributed`), else ``None``
         self.distributed: Any = None
@@ -608,11 +609,8 @@ class Trainer:
         finally:
             if profiler is not None:
                 profiler.wall = time.perf_counter() - tic
-            try:
-                self.shutdown(failing=failure is not None)
-            finally:
-                for after in self._after_train:
-                    after(failure)
+            self._failure = failure
+            self.shutdown(failing=failure is not None)
             if profiler is not None:
                 print(profiler.table(), file=sys.stderr)
 
@@ -697,6 +695,9 @@ class Trainer:
             self._close_loggers()
             if hasattr(self.collector, "shutdown"):
                 self.collector.shutdown()
+            after, self._after_shutdown = self._after_shutdown, []
+            for call in after:
+                call(self._failure)
 
     def _open_pbar(self) -> None:
         if not self.progress_bar or not sys.stderr.isatty():
