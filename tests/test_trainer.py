@@ -608,3 +608,11 @@ def test_a_run_refused_as_it_starts_leaves_no_run_directory(toy_pm, tmp_path, ex
     with pytest.raises(rlcore.ConfigError, match="refused late"):
         late.train()
     assert (tmp_path / "late" / "config.yaml").exists() and (tmp_path / "late" / "checkpoints").is_dir()  # a run that trained keeps what it made
+
+
+def test_a_trainer_shut_down_without_training_frees_its_run_directory(toy_pm, tmp_path):
+    config = rlcore.load_config(plugin_manager=toy_pm, algo={"name": "toy"}, trainer={"total_frames": 128})
+    rlcore.build_trainer(config, run_dir=tmp_path / "run", plugin_manager=toy_pm).shutdown()
+    again = rlcore.build_trainer(config, run_dir=tmp_path / "run", plugin_manager=toy_pm, force=True)  # not held by the first
+    again.train()
+    assert again.collected_frames == 128
