@@ -13,7 +13,8 @@ The game and the id's own settings come from the id's Gymnasium registration (``
 clips them by default): logged and evaluated returns are the game's score, and training on
 clipped rewards is ``env.wrappers.clip_reward``, which keeps the score in ``raw_reward``.
 
-Its envs cannot be saved: a resumed run starts fresh episodes (the collector says so).
+Its envs cannot be saved: a resumed run starts fresh episodes (the collector says so). They draw
+nothing: ``render_mode: rgb_array`` (``rlctl eval --video``) gives the frames the policy observed.
 """
 
 from __future__ import annotations
@@ -64,14 +65,16 @@ def ale_vector_env(make_env: Callable[[], Any], num_envs: int, *, env_id: str = 
     from gymnasium.error import Error
     from gymnasium.vector import AutoresetMode
 
+    from ._render import rendering
+
     kwargs = dict(kwargs or {})
-    if "render_mode" in kwargs:
-        raise ConfigError("env.kwargs.render_mode: the ale vectorization does not render (valid choices: sync, async)")
+    render_mode = kwargs.pop("render_mode", None)  # (its games draw nothing: rgb_array gives the observed frames)
     options = ale_options(env_id, kwargs)
     try:
-        return AtariVectorEnv(num_envs=num_envs, autoreset_mode=AutoresetMode.SAME_STEP, **options)
+        env = AtariVectorEnv(num_envs=num_envs, autoreset_mode=AutoresetMode.SAME_STEP, **options)
     except (TypeError, ValueError, RuntimeError, Error) as err:
         raise ConfigError(f"env.kwargs: ale cannot make {env_id!r} with {kwargs} ({err})") from None
+    return rendering(env, render_mode, "ale")
 
 
 __all__ = ["ale_options", "ale_vector_env"]

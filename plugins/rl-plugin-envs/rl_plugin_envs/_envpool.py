@@ -15,7 +15,8 @@ slower, 1.4k: set ``num_threads`` for the env at hand.)
 
 Seeds: EnvPool seeds env ``i`` with ``seed + i`` when the pool is made; ``reset(seed=s)`` makes the
 pool again with seed ``s`` once it has stepped (the collector seeds once per run). EnvPool's envs cannot be saved: a
-resumed run starts fresh episodes (the collector says so).
+resumed run starts fresh episodes (the collector says so). They draw nothing: ``render_mode: rgb_array`` gives the
+frames an image env's policy observed.
 """
 
 from __future__ import annotations
@@ -139,10 +140,11 @@ def envpool_vector_env(make_env: Callable[[], Any], num_envs: int, *, env_id: st
         themselves, 84 x 84 grey frames stacked by 4, as its ``Pong-v5`` defines).
     :param kwargs: ``env.kwargs``.
     """
+    from ._render import rendering
+
     kwargs = dict(kwargs or {})
-    if "render_mode" in kwargs:
-        raise ConfigError("env.kwargs.render_mode: the envpool vectorization does not render (valid choices: sync, async)")
-    return EnvPoolVectorEnv(envpool_task(env_id), num_envs, kwargs=kwargs)
+    render_mode = kwargs.pop("render_mode", None)  # (its envs draw nothing: rgb_array gives the observed frames of image envs)
+    return rendering(EnvPoolVectorEnv(envpool_task(env_id), num_envs, kwargs=kwargs), render_mode, "envpool")
 
 
 __all__ = ["EnvPoolVectorEnv", "envpool_task", "envpool_vector_env"]

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from envs_helpers import RandomPolicy, make
@@ -47,9 +52,36 @@ def test_the_collector_counts_episodes_and_keeps_truncation_apart() -> None:
     [
         ("CartPole-v1", {}, r"^env.vectorization: ale steps Atari games \(ALE/Pong-v5, ...\), not 'CartPole-v1' \(valid choices: sync, async\)$"),
         ("ALE/Pong-v5", {"bogus": 1}, r"^env.kwargs.bogus: ale's AtariVectorEnv takes no such option \(valid choices: .*stack_num"),
-        ("ALE/Pong-v5", {"render_mode": "rgb_array"}, r"^env.kwargs.render_mode: the ale vectorization does not render"),
+        ("ALE/Pong-v5", {"render_mode": "human"}, r"^env.kwargs.render_mode: the ale vectorization draws its observation frames only \(valid choices: rgb"),
     ],
 )
 def test_bad_input_is_one_line(env_id: str, kwargs: dict, message: str) -> None:
     with pytest.raises(rlcore.ConfigError, match=message):
         rlcore.make_vector_env(env_id, 2, vectorization="ale", kwargs=kwargs)
+
+
+def test_it_draws_the_frames_the_policy_observed_and_eval_records_them(tmp_path: Path) -> None:
+    env = make("ALE/Pong-v5", 2, vectorization="ale", kwargs={"render_mode": "rgb_array"})
+    assert env.render_mode == "rgb_array" and env.render() is None  # nothing observed yet
+    obs, _ = env.reset(seed=0)
+    obs, *_ = env.step(np.array([2, 3]))
+    frames = env.render()
+    assert len(frames) == 2 and frames[0].shape == (84, 84, 3) and frames[0].dtype == np.uint8
+    assert all(np.array_equal(frame[..., c], obs[i, -1]) for i, frame in enumerate(frames) for c in range(3))  # the newest grey frame
+    env.close()
+
+    pytest.importorskip("rl_plugin_pg")
+    pytest.importorskip("rl_plugin_video")
+    import imageio.v3 as iio
+
+    run = tmp_path / "run"
+    rlctl = [sys.executable, "-m", "rlcore"]
+    train = [*rlctl, "train", "--algo", "ppo", "--env", "ALE/Pong-v5", "--frames", "128", "--seed", "0", "--out", str(run)]
+    sets = ["env.vectorization=ale", "env.num_envs=2", "env.kwargs.max_num_frames_per_episode=160", "collector.frames_per_batch=128", "algo.minibatches=2"]
+    done = subprocess.run([*train, *(arg for item in sets for arg in ("--set", item))], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([*rlctl, "eval", str(run), "--episodes", "1", "--video"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    video = iio.imread(report["video"], plugin="FFMPEG")
+    assert report["lengths"] == [40] and video.shape[0] == 40  # 160 frames of 4 a step: one recorded frame per action

@@ -89,3 +89,10 @@ def test_env_kwargs_are_envpools_options(tmp_path: Any) -> None:
         trainer.shutdown()
     with pytest.raises(rlcore.ConfigError, match=r"^env\.kwargs\.bogus: envpool's CartPole-v1 takes no such option \(valid choices: num_threads"):
         make("CartPole-v1", 2, vectorization="envpool", kwargs={"bogus": 1})
+
+
+def test_render_mode_draws_observed_frames_of_image_envs_only() -> None:
+    with pytest.raises(rlcore.ConfigError, match=r"^env.kwargs.render_mode: the envs do not render, and their observations \(4,\) are no frames to show$"):
+        make("CartPole-v1", 2, vectorization="envpool", kwargs={"render_mode": "rgb_array"})
+    with pytest.raises(rlcore.ConfigError, match=r"^env.kwargs.render_mode: the envpool vectorization draws its observation frames only"):
+        make("CartPole-v1", 2, vectorization="envpool", kwargs={"render_mode": "human"})
