@@ -89,11 +89,7 @@ class RunDirectory:
         """The run is built: clear an earlier run's files (``force``) and record the holder."""
         self.committed = True
         if self.force and not self.resume:
-            for child in self.path.iterdir():
-                if child.is_dir() and not child.is_symlink():
-                    shutil.rmtree(child)
-                else:
-                    child.unlink()
+            self._empty()
         info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S"), "argv": sys.argv}
         tmp = self.path / f".{HOLDER_FILE}.tmp"
         tmp.write_text(json.dumps(info), encoding="utf-8")
@@ -105,12 +101,16 @@ class RunDirectory:
         if self.created:
             shutil.rmtree(self.path, ignore_errors=True)
         elif self.committed and not self.resume:
-            for child in self.path.iterdir():
-                if child.is_dir() and not child.is_symlink():
-                    shutil.rmtree(child, ignore_errors=True)
-                else:
-                    child.unlink(missing_ok=True)
+            self._empty(quietly=True)  # (on the way out of a failure)
         self.release()
+
+    def _empty(self, quietly: bool = False) -> None:
+        """Remove everything in the directory (links as links); ``quietly``: what is gone or cannot be removed is let be."""
+        for child in self.path.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child, ignore_errors=quietly)
+            else:
+                child.unlink(missing_ok=quietly)
 
     def release(self) -> None:
         """Unlock the directory (also done by the OS when the process ends)."""
