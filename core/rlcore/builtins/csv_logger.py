@@ -56,7 +56,10 @@ class CSVLogger(Logger):
         warning naming its line; every good row is kept.
         """
         self._file.close()
-        kept = [list(HEADER), *(row for row in good_rows(self.path) if int(row[0]) <= step)]
+        with open(self.path, newline="", encoding="utf-8", errors="replace") as handle:
+            reader = csv.reader(handle)
+            next(reader, None)  # the header
+            kept = [list(HEADER), *(row for row in good_rows(reader, self.path) if int(row[0]) <= step)]
         tmp = self.path.with_name(self.path.name + ".tmp")
         with open(tmp, "w", newline="", encoding="utf-8") as handle:
             csv.writer(handle).writerows(kept)
@@ -77,20 +80,17 @@ class CSVLogger(Logger):
             self._file.close()
 
 
-def good_rows(path: Path) -> Iterator[list[str]]:
-    """The well-formed ``frames,name,value,wall_time`` rows of a metrics file, after its header.
+def good_rows(reader: Any, path: Path) -> Iterator[list[str]]:
+    """The well-formed ``frames,name,value,wall_time`` rows left in ``reader`` (a ``csv.reader`` of the metrics file ``path``).
 
     A damaged row (the last one of a run killed while writing it, an edit by hand) is dropped with a
     warning naming its line.
     """
-    with open(path, newline="", encoding="utf-8", errors="replace") as handle:
-        reader = csv.reader(handle)
-        next(reader, None)
-        for row in reader:
-            if _good(row):
-                yield row
-            else:
-                warnings.warn(f"{path} line {reader.line_num} is damaged and was dropped: {','.join(row)[:80]!r}", stacklevel=2)
+    for row in reader:
+        if _good(row):
+            yield row
+        else:
+            warnings.warn(f"{path} line {reader.line_num} is damaged and was dropped: {','.join(row)[:80]!r}", stacklevel=2)
 
 
 def _good(row: list[str]) -> bool:
@@ -115,12 +115,13 @@ def read_metrics(run_dir: str | os.PathLike[str]) -> dict[str, tuple[list[int], 
     series: dict[str, tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
     try:
         with open(path, newline="", encoding="utf-8", errors="replace") as handle:
-            header = next(csv.reader(handle), None)
-        if header is None or tuple(header) != HEADER:
-            raise ConfigError(f"{path}: not an rl-core metrics file (expected the columns {','.join(HEADER)})")
-        for frames, name, value, _ in good_rows(path):
-            series[name][0].append(int(frames))
-            series[name][1].append(float(value))
+            reader = csv.reader(handle)
+            header = next(reader, None)
+            if header is None or tuple(header) != HEADER:
+                raise ConfigError(f"{path}: not an rl-core metrics file (expected the columns {','.join(HEADER)})")
+            for frames, name, value, _ in good_rows(reader, path):
+                series[name][0].append(int(frames))
+                series[name][1].append(float(value))
     except OSError as err:
         raise ConfigError(f"{path}: cannot read metrics ({err.strerror or err})") from None
     return dict(series)
