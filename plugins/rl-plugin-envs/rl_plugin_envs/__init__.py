@@ -60,9 +60,8 @@ def rl_register_vectorizations() -> dict[str, Any]:
 
 @hookimpl
 def rl_setup(trainer: Any) -> None:
-    """Refuse a ``pixels`` wrapper that would see no frames (on envs the training process does not step) or too few
-    (``max_steps`` below a batch's steps); say
-    when Atari's raw screens are trained on (without the ``atari`` wrapper)."""
+    """Say when Atari's raw screens are trained on (without the ``atari`` wrapper); refuse a ``pixels`` wrapper that
+    would see no frames (on envs the training process does not step) or too few (``max_steps`` below a batch's steps)."""
     import warnings
 
     import rlcore
