@@ -155,14 +155,21 @@ class ForgetfulLogger(Logger):
         self.closed = True
 
 
-class TestForgetfulLogger(LoggerConformance):
+class InMemory(LoggerConformance):
+    """The suite on a logger that keeps its values in ``values``; a subclass names the logger class."""
+
     resume_mode = "new_run"
+    logger_class = Logger
 
     def make_logger(self, log_dir):
-        return ForgetfulLogger("run", log_dir)
+        return self.logger_class("run", log_dir)
 
     def read_back(self, logger):
         return logger.values
+
+
+class TestForgetfulLogger(InMemory):
+    logger_class = ForgetfulLogger
 
 
 class TruncatingLogger(Logger):
@@ -176,14 +183,8 @@ class TruncatingLogger(Logger):
         self.values.setdefault(name, []).append((step & 0xFFFFFFFF, value))
 
 
-class TestTruncatingLogger(LoggerConformance):
-    resume_mode = "new_run"
-
-    def make_logger(self, log_dir):
-        return TruncatingLogger("run", log_dir)
-
-    def read_back(self, logger):
-        return logger.values
+class TestTruncatingLogger(InMemory):
+    logger_class = TruncatingLogger
 
 
 class CarelessBackend(CheckpointBackend):
