@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Annotated, Any, Literal
 
-from rl_plugin_nets import Activation
+from rl_plugin_nets import Activation, EncoderOptions
 from rlcore import Algorithm, Range, hookimpl
 
 __version__ = "0.1.0"
@@ -27,8 +27,9 @@ Probability = Annotated[float, Range(ge=0, le=1)]
 
 
 @dataclass
-class DQNOptions:
-    """The ``algo`` keys of ``dqn``.
+class DQNOptions(EncoderOptions):
+    """The ``algo`` keys of ``dqn``, with :class:`rl_plugin_nets.EncoderOptions`' for images (the Nature DQN:
+    linear heads on the CNN's features).
 
     :param gamma: the discount.
     :param double_dqn: double DQN: the online network picks the next action, the target network values it.
@@ -37,14 +38,6 @@ class DQNOptions:
     :param loss: the TD loss: ``huber`` (smooth L1) or ``mse``.
     :param hidden_sizes: hidden layer widths of the Q-network (of its trunk, when dueling); unused with a CNN.
     :param activation: the activation after each hidden layer.
-    :param encoder: ``auto``: image observations (``uint8`` or ``bool``, channels first or last) get a CNN with
-        linear heads on its features (the Nature DQN), others the MLP; ``mlp`` or ``cnn`` to choose
-        (rl-plugin-nets' ``image_encoder``).
-    :param cnn_channels: output channels of each convolution; ``null``: the Nature-DQN CNN's (32, 64, 64),
-        or MinAtar's (16) for images under 36 pixels a side.
-    :param cnn_kernels: kernel size of each convolution; ``null``: the preset's.
-    :param cnn_strides: stride of each convolution; ``null``: the preset's.
-    :param cnn_features: width of the CNN's linear layer, the heads' input; ``null``: the preset's (512 or 128).
     :param eps_init: epsilon-greedy exploration: epsilon at frame 0...
     :param eps_end: ...and from ``eps_annealing_frames`` on (linear in between).
     :param eps_annealing_frames: frames over which epsilon is annealed; ``null``: ``eps_end`` throughout.
@@ -58,11 +51,6 @@ class DQNOptions:
     loss: Literal["huber", "mse"] = "huber"
     hidden_sizes: list[Annotated[int, Range(ge=1)]] = field(default_factory=lambda: [256, 256])
     activation: Activation = "relu"
-    encoder: Literal["auto", "mlp", "cnn"] = "auto"
-    cnn_channels: list[Annotated[int, Range(ge=1)]] | None = None
-    cnn_kernels: list[Annotated[int, Range(ge=1)]] | None = None
-    cnn_strides: list[Annotated[int, Range(ge=1)]] | None = None
-    cnn_features: Annotated[int, Range(ge=1)] | None = None
     eps_init: Probability = 1.0
     eps_end: Probability = 0.04
     eps_annealing_frames: Annotated[int, Range(ge=0)] | None = 16_000

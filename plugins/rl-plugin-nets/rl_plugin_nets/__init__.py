@@ -6,8 +6,9 @@
 :class:`CNN`                   convolutions, ReLU, one linear layer: ``[..., *image] -> [..., features]``;
                                ``uint8`` stays ``uint8`` until it is on the network's device, scaled there
 :class:`NatureCNN`             the CNN of the Nature DQN paper (Mnih et al., 2015): 32-64-64, 512 features
-:func:`image_encoder`,         the CNN an algorithm puts before its heads, from its ``algo`` keys
-``ENCODER_KEYS``               (``encoder``, ``cnn_*``), or ``None`` where it keeps its MLPs
+:class:`EncoderOptions`,      the ``algo`` keys of an algorithm that takes a CNN for images (``encoder``,
+:func:`image_encoder`,         ``cnn_*``; its options dataclass inherits them), and the CNN they give, or
+``ENCODER_KEYS``               ``None`` where it keeps its MLPs
 :class:`MLPEncoder`            flattened observations through an MLP
 :class:`MLP`, ``ACTIVATIONS``  the MLP of every algorithm: one ``addmm`` per layer, ReLU and tanh in
 ``Activation``                 place; the activations by name, and the type of an ``activation`` option
@@ -22,18 +23,48 @@ This module stays light: importing it imports neither torch nor gymnasium.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from rlcore import lazy_getattr
+from rlcore import Range, lazy_getattr
 
 __version__ = "0.1.0"
 
 #: An ``activation`` option: a name of :data:`ACTIVATIONS` (declared here, where importing costs nothing).
 Activation = Literal["relu", "tanh", "elu", "gelu", "silu", "leaky_relu"]
+#: An ``encoder`` option: which encoder reads the observations (:func:`encoder_for`'s ``kind``).
+EncoderKind = Literal["auto", "mlp", "cnn"]
+
+
+@dataclass
+class EncoderOptions:
+    """The ``algo`` keys of an algorithm whose networks read images through :func:`image_encoder`'s CNN.
+
+    An algorithm's options dataclass inherits them; ``image_encoder(space, **{k: getattr(opts, k) for k in ENCODER_KEYS})``
+    builds the CNN they describe.
+
+    :param encoder: ``auto``: a CNN for image observations (``uint8`` or ``bool``, channels first or last),
+        the algorithm's MLPs otherwise; ``mlp`` or ``cnn`` to choose.
+    :param cnn_channels: output channels of each convolution; ``null``: the Nature-DQN CNN's (32, 64, 64),
+        or MinAtar's (16) for images under 36 pixels a side.
+    :param cnn_kernels: kernel size of each convolution; ``null``: the preset's.
+    :param cnn_strides: stride of each convolution; ``null``: the preset's.
+    :param cnn_features: width of the CNN's linear layer, the input of what follows it; ``null``: the preset's (512 or 128).
+    """
+
+    encoder: EncoderKind = "auto"
+    cnn_channels: list[Annotated[int, Range(ge=1)]] | None = None
+    cnn_kernels: list[Annotated[int, Range(ge=1)]] | None = None
+    cnn_strides: list[Annotated[int, Range(ge=1)]] | None = None
+    cnn_features: Annotated[int, Range(ge=1)] | None = None
+
+
+#: the keys of :class:`EncoderOptions`: :func:`image_encoder`'s keyword arguments
+ENCODER_KEYS = tuple(EncoderOptions.__dataclass_fields__)
 
 if TYPE_CHECKING:
     from ._cnn import CNN, NATURE, SMALL, NatureCNN
-    from ._encoders import ENCODER_KEYS, ENCODERS, MLPEncoder, encoder_for, image_encoder
+    from ._encoders import ENCODERS, MLPEncoder, encoder_for, image_encoder
     from ._mlp import ACTIVATIONS, MLP, linear_parameter
     from ._spaces import ImageLayout, image_layout, is_image_space
 
@@ -43,7 +74,6 @@ _LAZY = {
     "SMALL": "._cnn",
     "NatureCNN": "._cnn",
     "ENCODERS": "._encoders",
-    "ENCODER_KEYS": "._encoders",
     "MLPEncoder": "._encoders",
     "MLP": "._mlp",
     "ACTIVATIONS": "._mlp",
@@ -56,8 +86,8 @@ _LAZY = {
 }
 
 __all__ = [
-    "ACTIVATIONS", "CNN", "ENCODERS", "ENCODER_KEYS", "MLP", "NATURE", "SMALL", "Activation", "ImageLayout", "MLPEncoder", "NatureCNN",
-    "encoder_for", "image_encoder", "image_layout", "is_image_space", "linear_parameter",
+    "ACTIVATIONS", "CNN", "ENCODERS", "ENCODER_KEYS", "MLP", "NATURE", "SMALL", "Activation", "EncoderKind", "EncoderOptions",
+    "ImageLayout", "MLPEncoder", "NatureCNN", "encoder_for", "image_encoder", "image_layout", "is_image_space", "linear_parameter",
 ]  # fmt: skip
 
 

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, get_args
 
 import numpy as np
 import torch
 from torch import nn
 
+from . import EncoderKind
 from ._cnn import CNN, NATURE, NATURE_MIN_SIDE, SMALL
 from ._mlp import MLP
 from ._spaces import image_layout, is_image_space
 
 #: the choices of ``kind``
-ENCODERS = ("auto", "mlp", "cnn")
-#: the ``algo`` keys of an algorithm whose networks take :func:`image_encoder`'s CNN: its keyword arguments
-ENCODER_KEYS = ("encoder", "cnn_channels", "cnn_kernels", "cnn_strides", "cnn_features")
+ENCODERS: tuple[str, ...] = get_args(EncoderKind)
 
 
 class MLPEncoder(nn.Module):
@@ -51,7 +50,7 @@ class MLPEncoder(nn.Module):
 
 def encoder_for(
     observation_space: Any,
-    kind: Literal["auto", "mlp", "cnn"] = "auto",
+    kind: EncoderKind = "auto",
     *,
     hidden_sizes: Sequence[int] = (64, 64),
     activation: str = "tanh",
@@ -141,4 +140,4 @@ def image_encoder(
     return cnn
 
 
-__all__ = ["ENCODERS", "ENCODER_KEYS", "MLPEncoder", "encoder_for", "image_encoder"]
+__all__ = ["ENCODERS", "MLPEncoder", "encoder_for", "image_encoder"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from rl_plugin_nets import Activation
+from rl_plugin_nets import Activation, EncoderOptions
 from rlcore import Algorithm, Range, hookimpl
 
 __version__ = "0.1.0"
@@ -33,8 +33,9 @@ Positive = Annotated[float, Range(gt=0)]
 
 
 @dataclass
-class PGOptions:
-    """The ``algo`` keys of every algorithm of the family, with their shared defaults.
+class PGOptions(EncoderOptions):
+    """The ``algo`` keys of every algorithm of the family, with their shared defaults, and
+    :class:`rl_plugin_nets.EncoderOptions`' for images (the CNN feeds the actor's and the critic's heads).
 
     :param gamma: the discount.
     :param gae_lambda: GAE's lambda (1: Monte-Carlo returns minus the baseline).
@@ -49,13 +50,6 @@ class PGOptions:
     :param shared_trunk: one trunk for the actor and the critic, with two linear heads.
     :param log_std_init: initial log standard deviation of Gaussian actions.
     :param action_bounds: ``clip`` Gaussian samples to a ``Box``'s bounds, or squash them with ``tanh``.
-    :param encoder: ``auto``: a CNN for image observations (``uint8`` or ``bool``, channels first or last),
-        MLPs otherwise; ``mlp`` or ``cnn`` to choose (rl-plugin-nets' ``encoder_for``).
-    :param cnn_channels: output channels of each convolution; ``null``: the Nature-DQN CNN's (32, 64, 64),
-        or MinAtar's (16) for images under 36 pixels a side.
-    :param cnn_kernels: kernel size of each convolution; ``null``: the preset's.
-    :param cnn_strides: stride of each convolution; ``null``: the preset's.
-    :param cnn_features: width of the CNN's linear layer, the heads' input; ``null``: the preset's (512 or 128).
     :param schedule: ``{coefficient: final value}``, annealed linearly over ``trainer.total_frames``;
         a ``null`` value takes a default schedule off (``--set algo.schedule.clip_range=null``).
     """
@@ -73,11 +67,6 @@ class PGOptions:
     shared_trunk: bool = False
     log_std_init: float = 0.0
     action_bounds: Literal["clip", "tanh"] = "clip"
-    encoder: Literal["auto", "mlp", "cnn"] = "auto"
-    cnn_channels: list[Annotated[int, Range(ge=1)]] | None = None
-    cnn_kernels: list[Annotated[int, Range(ge=1)]] | None = None
-    cnn_strides: list[Annotated[int, Range(ge=1)]] | None = None
-    cnn_features: Annotated[int, Range(ge=1)] | None = None
     schedule: dict[Literal["entropy_coef", "value_coef", "clip_range", "value_clip_range", "kl_target"], NonNegative | None] = field(default_factory=dict)
 
 

@@ -14,9 +14,9 @@ tensordict; the builder imports them when a run builds its loss.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from rl_plugin_nets import Activation
+from rl_plugin_nets import Activation, EncoderOptions
 from rlcore import Algorithm, Range, hookimpl
 
 __version__ = "0.1.0"
@@ -24,20 +24,13 @@ __all__ = ["DEFAULTS", "SACOptions", "build_sac", "rl_register_algorithms"]
 
 
 @dataclass
-class SACOptions:
-    """The ``algo`` keys of ``sac``.
+class SACOptions(EncoderOptions):
+    """The ``algo`` keys of ``sac``, with :class:`rl_plugin_nets.EncoderOptions`' for images: their CNN is
+    the critics' (their loss trains it), and the actor reads its features detached, as SAC-AE and DrQ do.
 
     :param gamma: the discount.
     :param hidden_sizes: hidden layer widths of the actor and of each critic.
     :param activation: the activation after each hidden layer.
-    :param encoder: ``auto``: image observations (``uint8`` or ``bool``, channels first or last) go through a CNN
-        that the critics' loss trains and the actor reads detached (as SAC-AE and DrQ do), vectors straight to the
-        MLPs; ``mlp`` or ``cnn`` to choose (rl-plugin-nets' ``image_encoder``).
-    :param cnn_channels: output channels of each convolution; ``null``: the Nature-DQN CNN's (32, 64, 64),
-        or MinAtar's (16) for images under 36 pixels a side.
-    :param cnn_kernels: kernel size of each convolution; ``null``: the preset's.
-    :param cnn_strides: stride of each convolution; ``null``: the preset's.
-    :param cnn_features: width of the CNN's linear layer, the MLPs' input; ``null``: the preset's (512 or 128).
     :param init_alpha: the entropy temperature at the start.
     :param learn_alpha: learn the temperature so that the policy's entropy tracks ``target_entropy``; else keep ``init_alpha``.
     :param target_entropy: the entropy the temperature aims at; ``null``: minus the number of action dimensions.
@@ -50,11 +43,6 @@ class SACOptions:
     gamma: Annotated[float, Range(gt=0, le=1)] = 0.99
     hidden_sizes: list[Annotated[int, Range(ge=1)]] = field(default_factory=lambda: [256, 256])
     activation: Activation = "relu"
-    encoder: Literal["auto", "mlp", "cnn"] = "auto"
-    cnn_channels: list[Annotated[int, Range(ge=1)]] | None = None
-    cnn_kernels: list[Annotated[int, Range(ge=1)]] | None = None
-    cnn_strides: list[Annotated[int, Range(ge=1)]] | None = None
-    cnn_features: Annotated[int, Range(ge=1)] | None = None
     init_alpha: Annotated[float, Range(gt=0)] = 1.0
     learn_alpha: bool = True
     target_entropy: float | None = None
