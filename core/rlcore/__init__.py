@@ -51,6 +51,7 @@ _LAZY = {
     "RunPath": "._options",
     "validate_options": "._options",
     "check_value": "._options",
+    "import_object": "._options",
 }
 
 __all__ = [
@@ -89,6 +90,7 @@ __all__ = [
     "get_stats_random_rollout",
     "hookimpl",
     "hookspec",
+    "import_object",
     "lazy_getattr",
     "load_config",
     "load_env_states",
@@ -107,7 +109,7 @@ if TYPE_CHECKING:
     from ._errors import error_line, first_line
     from ._evaluate import evaluate
     from ._logger import Gauge, Logger, generate_exp_name, get_logger
-    from ._options import Range, RunPath, check_value, validate_options
+    from ._options import Range, RunPath, check_value, import_object, validate_options
     from ._plugins import PluginInfo, PluginManager, get_plugin_manager
     from ._registry import Algorithm
     from ._run import build_trainer, make_optimizer

@@ -235,6 +235,23 @@ def import_module(name: str) -> types.ModuleType:
     return importlib.import_module(name)
 
 
+def import_object(path: str) -> Any:
+    """The object at ``path``, ``module:name`` or ``package.module.name``, its module found as ``python -m``
+    finds modules: the working directory's too (a config's wrapper class or function beside it).
+
+    :param path: the import path.
+    :raises ImportError: when the module cannot be imported.
+    :raises AttributeError: when the module has no such name.
+    :raises ValueError: for a path without a module or a name.
+    """
+    module, colon, name = path.partition(":")
+    if not colon:
+        module, _, name = path.rpartition(".")
+    if not module or not name:
+        raise ValueError(f"{path!r} is not an import path (module:name)")
+    return getattr(import_module(module), name)
+
+
 class ImportPath(str):
     """A callable option given in a config by its import path, ``module:name``: a string there, the object when called.
 
@@ -245,16 +262,13 @@ class ImportPath(str):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         target = self.__dict__.get("target")
         if target is None:
-            target = self.__dict__["target"] = _import_path(self)
+            target = self.__dict__["target"] = import_object(self)
         return target(*args, **kwargs)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return ImportPath, (str(self),)
 
 
-def _import_path(path: str) -> Any:
-    module, _, name = path.partition(":")
-    return getattr(import_module(module), name)
 
 
 def _callable(value: Any) -> tuple[bool, Any]:
@@ -264,7 +278,7 @@ def _callable(value: Any) -> tuple[bool, Any]:
     if not isinstance(value, str) or value.count(":") != 1:
         return False, None
     try:
-        target = _import_path(value)
+        target = import_object(value)
     except (ImportError, AttributeError, ValueError):
         return False, None
     return (True, ImportPath(value)) if callable(target) else (False, None)

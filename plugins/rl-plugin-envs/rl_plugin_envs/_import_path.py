@@ -9,16 +9,15 @@ as a list.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from functools import partial
 from typing import Any
 
-from rlcore import ConfigError
+from rlcore import ConfigError, import_object
 
 
 def load_wrapper_class(path: str) -> type:
-    """The class at ``path`` (``package.module.Class``; ``package.module:Class`` too).
+    """The class at ``path`` (``package.module.Class``; ``package.module:Class`` too; modules of the working directory too).
 
     :raises ConfigError: naming ``env.wrappers.<path>`` when it cannot be imported or is no Gymnasium wrapper.
     """
@@ -26,9 +25,8 @@ def load_wrapper_class(path: str) -> type:
     from gymnasium.vector import VectorWrapper
 
     key = f"env.wrappers.{path}"
-    module_name, _, name = path.replace(":", ".").rpartition(".")
     try:
-        cls = getattr(importlib.import_module(module_name), name)
+        cls = import_object(path)
     except (ImportError, AttributeError, ValueError) as err:
         raise ConfigError(f"{key}: cannot import {path!r} ({err})") from None
     if not (isinstance(cls, type) and issubclass(cls, (gymnasium.Wrapper, VectorWrapper))):

@@ -230,6 +230,30 @@ def test_a_wrapper_by_import_path_takes_a_callable_by_its_import_path_and_an_arr
             rlcore.load_config(overrides=bad)
 
 
+def test_a_wrapper_class_and_a_function_of_the_working_directory_by_import_path(tmp_path, monkeypatch) -> None:
+    (tmp_path / "mywrappers.py").write_text(
+        "import gymnasium\n"
+        "class Doubled(gymnasium.RewardWrapper):\n"
+        "    def __init__(self, env, factor: float = 2.0):\n"
+        "        super().__init__(env)\n"
+        "        self.factor = factor\n"
+        "    def reward(self, reward):\n"
+        "        return self.factor * reward\n"
+        "def plus_one(reward):\n"
+        "    return reward + 1\n"
+    )
+    monkeypatch.chdir(tmp_path)  # as `rlctl` is run beside the module: the working directory is not on sys.path
+    monkeypatch.setattr("sys.path", [p for p in __import__("sys").path if p not in ("", str(tmp_path))])
+    wrappers = '{mywrappers.Doubled: {factor: 3}, gymnasium.wrappers.TransformReward: {func: "mywrappers:plus_one"}}'
+    config = rlcore.load_config(overrides=["algo.name=ppo", "env.id=CartPole-v1", f"env.wrappers={wrappers}"])
+    env = rlcore.make_vector_env("CartPole-v1", 2, wrappers=config["env"]["wrappers"])
+    env.reset(seed=0)
+    assert env.step(np.array([0, 1]))[1].tolist() == [4.0, 4.0]  # CartPole's 1, tripled, plus one
+    env.close()
+    with pytest.raises(rlcore.ConfigError, match=r"^env.wrappers.mywrappers.Nope: cannot import"):
+        rlcore.load_config(overrides=["algo.name=ppo", "env.id=CartPole-v1", "env.wrappers={mywrappers.Nope: {}}"])
+
+
 def test_import_path_from_the_config() -> None:
     config = rlcore.load_config(overrides=["algo.name=ppo", "env.id=Pendulum-v1", "env.wrappers={gymnasium.wrappers.ClipAction: {}}"])
     # the wrappers given replace PPO's Pendulum default (normalize_reward): they are a pipeline, in the order listed
