@@ -13,6 +13,7 @@
 :class:`MLP`, ``ACTIVATIONS``  the MLP of every algorithm: one ``addmm`` per layer, ReLU and tanh in
 ``Activation``                 place; the activations by name, and the type of an ``activation`` option
 :func:`linear_parameter`       a weight or bias initialised as ``torch.nn.Linear``'s
+:class:`TwinQ`                 twin critics ``Q_i(s, a)`` computed together as batched matrix products
 :func:`is_image_space`,        whether a space is an image, and its layout ``(channels, height, width,
 :func:`image_layout`           channels_last)``
 ``NATURE``, ``SMALL``          the CNN presets: Nature's, and MinAtar's one-layer network for small images
@@ -64,6 +65,7 @@ ENCODER_KEYS = tuple(EncoderOptions.__dataclass_fields__)
 
 if TYPE_CHECKING:
     from ._cnn import CNN, NATURE, SMALL, NatureCNN
+    from ._critics import TwinQ
     from ._encoders import ENCODERS, MLPEncoder, encoder_for, image_encoder
     from ._mlp import ACTIVATIONS, MLP, linear_parameter
     from ._spaces import ImageLayout, image_layout, is_image_space
@@ -73,6 +75,7 @@ _LAZY = {
     "NATURE": "._cnn",
     "SMALL": "._cnn",
     "NatureCNN": "._cnn",
+    "TwinQ": "._critics",
     "ENCODERS": "._encoders",
     "MLPEncoder": "._encoders",
     "MLP": "._mlp",
@@ -87,7 +90,7 @@ _LAZY = {
 
 __all__ = [
     "ACTIVATIONS", "CNN", "ENCODERS", "ENCODER_KEYS", "MLP", "NATURE", "SMALL", "Activation", "EncoderKind", "EncoderOptions",
-    "ImageLayout", "MLPEncoder", "NatureCNN", "encoder_for", "image_encoder", "image_layout", "is_image_space", "linear_parameter",
+    "ImageLayout", "MLPEncoder", "NatureCNN", "TwinQ", "encoder_for", "image_encoder", "image_layout", "is_image_space", "linear_parameter",
 ]  # fmt: skip
 
 

@@ -8,12 +8,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from rl_plugin_nets import ENCODER_KEYS, image_encoder
+from rl_plugin_nets import ENCODER_KEYS, TwinQ, image_encoder
 from rlcore import ConfigError, validate_options
 
 from . import SACOptions
 from ._loss import SACLoss
-from ._networks import Actor, TwinQ
+from ._networks import Actor
 
 
 def parse_options(config: Mapping[str, Any]) -> SACOptions:

@@ -33,9 +33,10 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
+from rl_plugin_nets import TwinQ
 from rl_plugin_replay import PRIORITY_KEY, WEIGHT_KEY, OffPolicyLoss, RandomWarmup, bootstrap_target, make_target
 
-from ._networks import Actor, SACPolicy, TwinQ
+from ._networks import Actor, SACPolicy
 
 
 class SACLoss(OffPolicyLoss, nn.Module):

@@ -1,10 +1,9 @@
-"""SAC's networks: a tanh-squashed Gaussian actor and twin critics computed as one batched module."""
+"""SAC's networks: a tanh-squashed Gaussian actor, and the policy acting with it (the twin critics are rl-plugin-nets' ``TwinQ``)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -12,7 +11,7 @@ from tensordict import TensorDictBase
 from tensordict.nn import InteractionType, TensorDictModuleBase, interaction_type
 from torch import nn
 
-from rl_plugin_nets import ACTIVATIONS, MLP, linear_parameter
+from rl_plugin_nets import MLP
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _LOG_2 = math.log(2.0)
@@ -58,56 +57,6 @@ class Actor(MLP):
         u = mean + log_std.exp() * noise
         log_prob = (-0.5 * noise.pow(2) - log_std - _LOG_SQRT_2PI - 2 * (_LOG_2 - u - F.softplus(-2 * u))).sum(-1, keepdim=True)
         return torch.tanh(u), log_prob
-
-
-class TwinQ(nn.Module):
-    """Two critics ``Q_i(s, a)``, ``[x, action] -> hidden_sizes -> 1``, computed together as batched matrix products.
-
-    ``x`` is what :meth:`encode` makes of an observation: the observation itself, or the features of
-    the ``encoder`` (a CNN of image observations) that both critics share and the critics' loss trains.
-    Each layer holds both critics' weights ``[2, in, out]``: one ``torch.baddbmm`` computes the layer for both.
-
-    :param obs_dim: size of ``x``: of an observation, or the encoder's ``out_dim``.
-    :param action_dim: size of an action.
-    :param hidden_sizes: hidden layer widths of each critic.
-    :param activation: a name of ``rl_plugin_nets.ACTIVATIONS``.
-    :param encoder: a module ``[B, *obs_shape] -> [B, obs_dim]``, or ``None``.
-    """
-
-    def __init__(self, obs_dim: int, action_dim: int, hidden_sizes: Sequence[int], activation: str = "relu", encoder: nn.Module | None = None) -> None:
-        super().__init__()
-        self.encoder = encoder
-        sizes = [obs_dim + action_dim, *hidden_sizes, 1]
-        self.layers = [(f"weight{i}", f"bias{i}") for i in range(len(sizes) - 1)]
-        for i, (weight, bias) in enumerate(self.layers):
-            self.register_parameter(weight, linear_parameter((2, sizes[i], sizes[i + 1]), sizes[i]))
-            self.register_parameter(bias, linear_parameter((2, 1, sizes[i + 1]), sizes[i]))
-        self.activation = ACTIVATIONS[activation]
-
-    def encode(self, obs: torch.Tensor) -> torch.Tensor:
-        """The critics' input ``x`` of observations ``[B, *obs_shape]``: the encoder's features, or the observations."""
-        return obs if self.encoder is None else self.encoder(obs)
-
-    def forward(self, x: torch.Tensor, action: torch.Tensor, params: Mapping[str, Any] | None = None) -> torch.Tensor:
-        """``[Q_1(s, a), Q_2(s, a)]`` as ``[2, B, 1]``.
-
-        :param x: encoded observations ``[B, obs_dim]`` (:meth:`encode`).
-        :param action: actions in ``[-1, 1]``, ``[B, action_dim]``.
-        :param params: weights of the layers to use instead of the module's own (e.g. detached ones).
-        """
-        weights: Mapping[str, Any] = params if params is not None else self._parameters or self._buffers  # a target: buffers
-        x = torch.cat([x, action], dim=-1)
-        h = x.unsqueeze(0).expand(2, *x.shape)
-        last = len(self.layers) - 1
-        for i, (weight, bias) in enumerate(self.layers):
-            h = torch.baddbmm(weights[bias], h, weights[weight])
-            if i < last:
-                h = self.activation(h)
-        return h
-
-    def detached(self) -> dict[str, torch.Tensor]:
-        """The module's weights, cut from the autograd graph (gradients reach the inputs, not the critics)."""
-        return {name: p.detach() for name, p in self._parameters.items() if p is not None}
 
 
 class SACPolicy(TensorDictModuleBase):
