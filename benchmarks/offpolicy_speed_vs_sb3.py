@@ -34,6 +34,7 @@ pandas, matplotlib) are installed there too when missing.
     python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 10000 --seeds 0
     python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --breakdown   # where a frame's time goes
     python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --sb3-flush-denormal   # SB3 with denormals flushed too
+    python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --device cuda          # both on a GPU
 """
 
 from __future__ import annotations
@@ -123,11 +124,12 @@ UPDATE_HOOKS = ("rl_process_optim_batch", "rl_post_loss", "rl_optimizer", "rl_po
 UPDATE_ROWS = ("loss forward", "backward", "optimizer step")
 
 
-def run_rlcore(algo: str, seed: int, frames: int, breakdown: bool = False) -> dict[str, Any]:
+def run_rlcore(algo: str, seed: int, frames: int, breakdown: bool = False, device: str = "cpu") -> dict[str, Any]:
     """Train rl-core's ``algo`` with the pinned hyperparameters; return frames/s and the seconds to the threshold.
 
     :param breakdown: profile the run (``trainer.profile``) and return the seconds of its optimisation steps
         (sampling, losses, backward, optimizer, target update) as ``update_seconds``.
+    :param device: the trainer's device (the networks, and the replay buffer's storage with them).
     """
     import torch
 
@@ -163,7 +165,7 @@ def run_rlcore(algo: str, seed: int, frames: int, breakdown: bool = False) -> di
             "hooks.target_updater.interval=1",
         ]  # fmt: skip
     quiet = ["trainer.progress_bar=false", "trainer.save_trainer_interval=1000000000", "loggers.csv=null", "loggers.console=null"]
-    quiet.append(f"trainer.profile={str(breakdown).lower()}")
+    quiet += [f"trainer.profile={str(breakdown).lower()}", f"trainer.device={device}"]
     config = rlcore.load_config(overrides=[*overrides, f"trainer.total_frames={frames}", f"trainer.seed={seed}", *quiet])
     clock = Clock(h["threshold"])
 
@@ -197,12 +199,13 @@ def run_rlcore(algo: str, seed: int, frames: int, breakdown: bool = False) -> di
     return row
 
 
-def run_sb3(algo: str, seed: int, frames: int, breakdown: bool = False, flush_denormal: bool = False) -> dict[str, Any]:
+def run_sb3(algo: str, seed: int, frames: int, breakdown: bool = False, flush_denormal: bool = False, device: str = "cpu") -> dict[str, Any]:
     """Train Stable-Baselines3's ``algo`` with the same hyperparameters; return frames/s and the seconds to the threshold.
 
     :param breakdown: time its ``train`` (sampling, losses, backward, optimizers, target update) and return
         the seconds as ``update_seconds``.
     :param flush_denormal: flush denormal floats to zero, as rl-core's off-policy losses do while they train.
+    :param device: SB3's ``device`` (its networks and the sampled minibatches; its buffer stays in NumPy).
     """
     ensure_sb3()
     import gymnasium as gym
@@ -267,7 +270,7 @@ def run_sb3(algo: str, seed: int, frames: int, breakdown: bool = False, flush_de
             max_grad_norm=h["max_grad_norm"],
             tau=1.0,
             policy_kwargs={"net_arch": h["net_arch"], "activation_fn": torch.nn.ReLU, "optimizer_kwargs": {"eps": h["adam_eps"]}},
-            device="cpu",
+            device=device,
             seed=seed,
             verbose=0,
         )
@@ -292,7 +295,7 @@ def run_sb3(algo: str, seed: int, frames: int, breakdown: bool = False, flush_de
                 "n_critics": 2,
                 "optimizer_kwargs": {"eps": h["adam_eps"]},
             },
-            device="cpu",
+            device=device,
             seed=seed,
             verbose=0,
         )
@@ -387,9 +390,8 @@ def matmul_floor(algo: str) -> tuple[int, float]:
     return count, (time.perf_counter() - tic) / 200 * count
 
 
-def report_breakdown(algo: str, rows: list[dict[str, Any]]) -> None:
-    """Per frame: the optimisation steps and the rest of the loop, for each framework; and the floor of the update's products."""
-    count, floor = matmul_floor(algo)
+def report_breakdown(algo: str, rows: list[dict[str, Any]], device: str = "cpu") -> None:
+    """Per frame: the optimisation steps and the rest of the loop, for each framework; and, on the CPU, the floor of the update's products."""
     print(f"\n### Where a frame's time goes, {algo.upper()} (seed {rows[0]['seed']}; rl-core profiled, SB3's train timed)\n")
     print("| framework | frames/s | ms per frame | update ms per frame | rest of the loop ms per frame | updates |")
     print("| --- | --- | --- | --- | --- | --- |")
@@ -397,6 +399,9 @@ def report_breakdown(algo: str, rows: list[dict[str, Any]]) -> None:
         frame = r["seconds"] / r["frames"] * 1e3
         update = r["update_seconds"] / r["frames"] * 1e3
         print(f"| {r['name']} | {r['fps']:.0f} | {frame:.2f} | {update:.2f} | {frame - update:.2f} | {r['updates']} |")
+    if device != "cpu":
+        return
+    count, floor = matmul_floor(algo)
     per_update = floor * 1e3 * (rows[0]["updates"] / rows[0]["frames"])
     print(f"\nfloor: {count} products [{SETTINGS[algo]['batch_size']}, 256] x [256, 256] per update, {floor * 1e3:.2f} ms, "
           f"{per_update:.2f} ms per frame at this update-to-data ratio")  # fmt: skip
@@ -412,6 +417,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="SB3 flushes denormal floats to zero too (rl-core's off-policy losses do: Adam's moments of dead ReLUs decay into them)",
     )
+    parser.add_argument("--device", default="cpu", help="both frameworks' device, e.g. cuda (default: cpu)")
     parser.add_argument(
         "--breakdown",
         action="store_true",
@@ -427,14 +433,16 @@ def main(argv: list[str] | None = None) -> int:
             rows = []
             for fn in (run_rlcore, run_sb3):
                 with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
-                    rows.append(pool.submit(fn, algo, args.seeds[0], frames, True).result())
-            report_breakdown(algo, rows)
+                    rows.append(pool.submit(fn, algo, args.seeds[0], frames, True, device=args.device).result())
+            report_breakdown(algo, rows, args.device)
             continue
         # pairs back to back, the order alternating, so that a slow spell of a shared machine hits both
         jobs = [(fn, seed) for i, seed in enumerate(args.seeds) for fn in ([run_rlcore, run_sb3] if i % 2 == 0 else [run_sb3, run_rlcore])]
         rows = []
         for fn, seed in jobs:  # one at a time, each in a fresh process
-            extra = {"flush_denormal": True} if fn is run_sb3 and args.sb3_flush_denormal else {}
+            extra: dict[str, Any] = {"device": args.device}
+            if fn is run_sb3 and args.sb3_flush_denormal:
+                extra["flush_denormal"] = True
             with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
                 rows.append(pool.submit(fn, algo, seed, frames, **extra).result())
         report(algo, rows)
