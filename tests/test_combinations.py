@@ -28,8 +28,11 @@ ALGORITHMS: dict[str, tuple[str, dict[str, Any]]] = {
     "spg": ("CartPole-v1", {"hidden_sizes": [16]}),
     "dqn": ("CartPole-v1", {"hidden_sizes": [16], "init_random_frames": 32, "eps_annealing_frames": 64}),
     "sac": ("Pendulum-v1", {"hidden_sizes": [16], "init_random_frames": 32}),
+    "td3": ("Pendulum-v1", {"hidden_sizes": [16], "init_random_frames": 32}),
+    "ddpg": ("Pendulum-v1", {"hidden_sizes": [16], "init_random_frames": 32}),
 }
-PLUGIN = {"ppo": "rl_plugin_pg", "ppo-kl": "rl_plugin_pg", "a2c": "rl_plugin_pg", "pg": "rl_plugin_pg", "spg": "rl_plugin_pg", "dqn": "rl_plugin_dqn", "sac": "rl_plugin_sac"}
+PLUGIN = {"ppo": "rl_plugin_pg", "ppo-kl": "rl_plugin_pg", "a2c": "rl_plugin_pg", "pg": "rl_plugin_pg", "spg": "rl_plugin_pg", "dqn": "rl_plugin_dqn", "sac": "rl_plugin_sac",
+          "td3": "rl_plugin_td3", "ddpg": "rl_plugin_td3"}  # fmt: skip
 FRAMES, BATCH = 128, 32
 
 
@@ -44,7 +47,7 @@ def config(algo: str, **sections: Any) -> dict[str, Any]:
         "trainer": {"total_frames": FRAMES, "seed": 3, "progress_bar": False, "optim_steps_per_batch": 2, "save_trainer_interval": BATCH},
         "loggers": {"console": None},
     }
-    if algo in ("dqn", "sac"):
+    if algo in ("dqn", "sac", "td3", "ddpg"):
         base["hooks"] = {"replay_buffer": {"capacity": 1000, "batch_size": 16}}
     for section, values in sections.items():
         base[section] = {**base.get(section, {}), **values}

@@ -141,19 +141,21 @@ def test_dqn_explores_on_the_frames_of_all_ranks(tmp_path: Path) -> None:
     assert checkpoint(run, 256)["loss_module"]["policy._extra_state"] == {"frames": 256, "frames_per_step": 2}
 
 
-@pytest.mark.parametrize(
-    ("algo", "env_id"), [("a2c", "CartPole-v1"), ("pg", "Pendulum-v1"), ("spg", "CartPole-v1"), ("ppo-kl", "Pendulum-v1"), ("sac", "Pendulum-v1")]
-)
+OTHERS = [("a2c", "CartPole-v1"), ("pg", "Pendulum-v1"), ("spg", "CartPole-v1"), ("ppo-kl", "Pendulum-v1"), ("sac", "Pendulum-v1"), ("td3", "Pendulum-v1")]
+
+
+@pytest.mark.parametrize(("algo", "env_id"), OTHERS)
 def test_every_other_algorithm_trains_on_two_ranks(algo: str, env_id: str, tmp_path: Path) -> None:
     """PPO and DQN have their own tests above; the others run a short training on two ranks too."""
-    pytest.importorskip("rl_plugin_sac" if algo == "sac" else "rl_plugin_pg")
+    off_policy = algo in ("sac", "td3")
+    pytest.importorskip({"sac": "rl_plugin_sac", "td3": "rl_plugin_td3"}.get(algo, "rl_plugin_pg"))
     config: dict[str, Any] = {
         **CONFIG,
-        "algo": {"name": algo, "hidden_sizes": [16], **({"init_random_frames": 32} if algo == "sac" else {})},
+        "algo": {"name": algo, "hidden_sizes": [16], **({"init_random_frames": 32} if off_policy else {})},
         "env": {"id": env_id, "num_envs": 2},
-        "trainer": {**CONFIG["trainer"], "total_frames": 128, "optim_steps_per_batch": 2 if algo == "sac" else None},
+        "trainer": {**CONFIG["trainer"], "total_frames": 128, "optim_steps_per_batch": 2 if off_policy else None},
     }
-    if algo == "sac":
+    if off_policy:
         config["hooks"] = {"replay_buffer": {"capacity": 1000, "batch_size": 16}}
     (tmp_path / "run.yaml").write_text(yaml.safe_dump(config))
     torchrun("train", "run.yaml", "--out", "runs/r", cwd=tmp_path)

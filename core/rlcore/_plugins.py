@@ -31,7 +31,8 @@ CORE_DISTRIBUTION = "rl-core"
 #: rl-core (by its entry-point name), so that a missing capability names what to install or
 #: unblock. A test keeps it equal to what the first-party plugins register.
 FIRST_PARTY: dict[str, dict[str, str]] = {
-    "algorithms": {n: "rl-plugin-pg" for n in ("ppo", "a2c", "pg", "spg", "ppo-kl")} | {"dqn": "rl-plugin-dqn", "sac": "rl-plugin-sac"},
+    "algorithms": {n: "rl-plugin-pg" for n in ("ppo", "a2c", "pg", "spg", "ppo-kl")}
+    | {"dqn": "rl-plugin-dqn", "sac": "rl-plugin-sac", "td3": "rl-plugin-td3", "ddpg": "rl-plugin-td3"},
     "loggers": {n: f"rl-plugin-{n}" for n in ("tensorboard", "mlflow", "wandb")}
     | {"csv": "rlcore.csv", "console": "rlcore.console"},
     "checkpoint_backends": {"torchsnapshot": "rl-plugin-torchsnapshot", "torch": "rlcore.torch_checkpoint"},

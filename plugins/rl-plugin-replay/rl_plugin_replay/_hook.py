@@ -187,7 +187,7 @@ class ReplayBufferTrainer(TrainerHookBase):
         if getattr(loss, "on_policy", False):
             raise ConfigError(
                 f"hooks.{name}: the algorithm learns on-policy, from each batch as it is collected; a replay buffer "
-                f"feeds off-policy algorithms (dqn, sac): remove hooks.{name}"
+                f"feeds off-policy algorithms (dqn, sac, td3, ddpg): remove hooks.{name}"
             )
         if isinstance(loss, OffPolicyLoss) and not self.flatten_tensordicts:
             raise ConfigError(f"hooks.{name}.flatten_tensordicts: the algorithm learns from single transitions, not trajectories: keep it true")

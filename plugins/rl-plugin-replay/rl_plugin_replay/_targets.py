@@ -122,7 +122,7 @@ class _TargetUpdate(TrainerHookBase):
                 algo = trainer.config.get("algo", {}).get("name") if trainer.config else None
                 raise ConfigError(
                     f"hooks.{name}: the loss module of {algo or type(trainer.loss_module).__name__} has no target networks to update "
-                    "(it has no target_networks(); dqn and sac have)"
+                    "(it has no target_networks(); dqn, sac, td3 and ddpg have)"
                 )
             self.attach(trainer.loss_module)
         if isinstance(self._loss_module, OffPolicyLoss):

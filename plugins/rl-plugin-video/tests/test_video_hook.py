@@ -124,16 +124,16 @@ def test_state_is_checkpointed(run_dir: Path) -> None:
     assert hooks["video_recorder"].state_dict() == {"next_start": 500}
 
 
-@pytest.mark.parametrize("algo", ["pg", "a2c", "spg", "ppo", "ppo-kl", "dqn", "sac"])
+@pytest.mark.parametrize("algo", ["pg", "a2c", "spg", "ppo", "ppo-kl", "dqn", "sac", "td3", "ddpg"])
 def test_pixels_from_the_pixel_wrapper_with_every_algorithm(tmp_path: Path, algo: str) -> None:
-    """rl-plugin-pg flattens its batches to [envs * time], DQN and SAC store them in a replay buffer: the recorder still
+    """rl-plugin-pg flattens its batches to [envs * time], DQN, SAC, TD3 and DDPG store them in a replay buffer: the recorder still
     tiles the envs' rendered frames step by step."""
-    pytest.importorskip({"dqn": "rl_plugin_dqn", "sac": "rl_plugin_sac"}.get(algo, "rl_plugin_pg"))
+    pytest.importorskip({"dqn": "rl_plugin_dqn", "sac": "rl_plugin_sac", "td3": "rl_plugin_td3", "ddpg": "rl_plugin_td3"}.get(algo, "rl_plugin_pg"))
     pytest.importorskip("rl_plugin_envs")
     pytest.importorskip("cv2")
     from rl_plugin_video import read_video
 
-    replay = ["hooks.replay_buffer.capacity=256"] if algo in ("dqn", "sac") else []  # the frames go into the buffer too
+    replay = ["hooks.replay_buffer.capacity=256"] if algo in ("dqn", "sac", "td3", "ddpg") else []  # the frames go into the buffer too
     config = rlcore.load_config(
         overrides=[
             f"algo.name={algo}",

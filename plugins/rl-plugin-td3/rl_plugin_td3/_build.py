@@ -1,0 +1,90 @@
+"""From an ``algo`` config section to the TD3 (or DDPG) loss module and its exploring collection policy."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from rl_plugin_nets import ENCODER_KEYS, TwinQ, image_encoder
+from rl_plugin_replay import GaussianNoise, OrnsteinUhlenbeck
+from rlcore import ConfigError, validate_options
+
+from . import TD3Options
+from ._loss import TD3Loss
+from ._networks import Actor, DeterministicPolicy
+
+
+def parse_options(config: Mapping[str, Any]) -> TD3Options:
+    """Check an ``algo`` section against :class:`TD3Options` and fill in the defaults.
+
+    :raises rlcore.ConfigError: naming the bad key and what it accepts.
+    """
+    opts = TD3Options(**validate_options("algo", TD3Options, {k: v for k, v in config.items() if k != "name"}))
+    if opts.exploration_sigma_end is not None and opts.exploration_annealing_frames is None:
+        raise ConfigError(
+            f"algo.exploration_annealing_frames: algo.exploration_sigma_end ({opts.exploration_sigma_end}) is reached over "
+            "this many frames: set it, or leave exploration_sigma_end null for a constant noise"
+        )
+    return opts
+
+
+def exploration(opts: TD3Options, policy: DeterministicPolicy, action_space: Any) -> GaussianNoise | OrnsteinUhlenbeck:
+    """The collection policy: ``policy`` with ``init_random_frames`` of random actions, then its noise (``algo.exploration``)."""
+    sigma_end = opts.exploration_sigma if opts.exploration_sigma_end is None else opts.exploration_sigma_end
+    warmup = opts.init_random_frames or 0
+    if opts.exploration == "ou":
+        return OrnsteinUhlenbeck(
+            policy,
+            action_space,
+            theta=opts.ou_theta,
+            sigma=opts.exploration_sigma,
+            dt=opts.ou_dt,
+            sigma_end=sigma_end,
+            annealing_frames=opts.exploration_annealing_frames,
+            init_random_frames=warmup,
+        )
+    return GaussianNoise(
+        policy,
+        action_space,
+        sigma_init=opts.exploration_sigma,
+        sigma_end=sigma_end,
+        annealing_frames=opts.exploration_annealing_frames,
+        init_random_frames=warmup,
+    )
+
+
+def build_loss(config: Mapping[str, Any], observation_space: Any, action_space: Any, device: str | torch.device = "cpu") -> TD3Loss:
+    """The TD3 loss module for an env's spaces (see :func:`rl_plugin_td3.build_td3`)."""
+    from gymnasium import spaces
+
+    name = config.get("name") or "td3"
+    opts = parse_options(config)
+    if not isinstance(action_space, spaces.Box) or len(action_space.shape) != 1:
+        raise ConfigError(f"algo.name: {name} needs a one-dimensional Box action space, the env has {action_space}")
+    if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
+        raise ConfigError(f"algo.name: {name} squashes actions into the bounds of the action space, which must be finite: {action_space}")
+    cnn = image_encoder(observation_space, **{key: getattr(opts, key) for key in ENCODER_KEYS})
+    if cnn is None and (not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1):
+        raise ConfigError(f"algo.name: {name} needs a one-dimensional Box observation space or images, the env has {observation_space}")
+    obs_dim = int(cnn.out_dim if cnn is not None else observation_space.shape[0])
+    action_dim = int(action_space.shape[0])
+    actor = Actor(obs_dim, action_dim, opts.hidden_sizes, opts.activation)
+    critic = TwinQ(obs_dim, action_dim, opts.hidden_sizes, opts.activation, encoder=cnn, critics=2 if opts.twin else 1)
+    low = torch.as_tensor(action_space.low, dtype=torch.float32)
+    high = torch.as_tensor(action_space.high, dtype=torch.float32)
+    policy = exploration(opts, DeterministicPolicy(actor, low, high, critic.encoder), action_space)
+    return TD3Loss(
+        actor,
+        critic,
+        policy,
+        action_space,
+        gamma=opts.gamma,
+        policy_delay=opts.policy_delay,
+        target_noise=opts.target_noise,
+        noise_clip=opts.noise_clip,
+        n_step=opts.n_step,
+        init_random_frames=opts.init_random_frames or 0,
+    ).to(device)

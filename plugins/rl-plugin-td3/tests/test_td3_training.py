@@ -1,0 +1,199 @@
+"""Short TD3 runs on Pendulum: the delayed actor, deterministic evaluation, the CLI's metrics, and a bit-exact resume."""
+
+from __future__ import annotations
+
+import csv
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import rlcore
+
+
+def run_config(*overrides: str) -> dict:
+    return rlcore.load_config(
+        overrides=[
+            "algo.name=td3",
+            "trainer.seed=2",
+            "trainer.progress_bar=false",
+            "loggers.console=null",
+            "algo.hidden_sizes=[32, 32]",
+            "hooks.replay_buffer.batch_size=32",
+            *overrides,
+        ]
+    )
+
+
+@pytest.mark.parametrize(("delay", "algo"), [(3, "td3"), (1, "ddpg")])
+def test_the_actor_and_targets_step_every_policy_delay_steps_the_critics_every_step(tmp_path, delay, algo):
+    torch.set_num_threads(1)
+    config = run_config(
+        f"algo.name={algo}",
+        "trainer.total_frames=80",
+        "algo.init_random_frames=50",
+        f"algo.policy_delay={delay}",
+        f"hooks.target_updater.interval={delay}",
+    )
+    trainer = rlcore.build_trainer(config, run_dir=tmp_path)
+    loss = trainer.loss_module
+    tracked = {"actor": loss.actor, "critic": loss.critic, "target_actor": loss.target_actor, "target_critic": loss.target_critic}
+
+    def snapshot() -> dict[str, list[torch.Tensor]]:
+        return {name: [t.detach().clone() for t in module.state_dict().values()] for name, module in tracked.items()}
+
+    seen: list[tuple[int, dict[str, bool]]] = []
+    before = [snapshot()]
+
+    def record() -> None:  # at post_optim: after the optimizer step and the target update
+        now = snapshot()
+        changed = {name: any(not torch.equal(a, b) for a, b in zip(now[name], before[0][name], strict=True)) for name in now}
+        seen.append((trainer.optim_steps, changed))
+        before[0] = now
+
+    trainer.register_op("post_optim", record)
+    trainer.train()
+    assert [step for step, _ in seen] == list(range(1, 80 - 50 + 2))  # one step per frame from frame 50 on
+    for step, changed in seen:
+        updated = step % delay == 0
+        assert changed == {"actor": updated, "critic": True, "target_actor": updated, "target_critic": updated}, step
+    adam = trainer.optimizer.state
+    assert {int(adam[p]["step"]) for p in loss.actor.parameters()} == {len(seen) // delay}  # Adam never stepped the actor otherwise
+    assert {int(adam[p]["step"]) for p in loss.critic.parameters()} == {len(seen)}
+    assert loss.updates == len(seen)
+    env = trainer.make_env(num_envs=1)
+    runs = [rlcore.evaluate(loss.policy, env, episodes=1, seed=3)["returns"] for _ in range(2)]
+    assert runs[0] == runs[1]  # evaluation is the actor's action, without noise
+
+
+FRAMES = 600
+ARGS = [
+    "train",
+    "--algo",
+    "td3",
+    "--env",
+    "Pendulum-v1",
+    "--seed",
+    "5",
+    "--frames",
+    str(FRAMES),
+    "--set",
+    "algo.hidden_sizes=[32, 32]",
+    "--set",
+    "algo.init_random_frames=100",
+    "--set",
+    "algo.exploration=ou",
+    "--set",
+    "algo.exploration_sigma_end=0.05",
+    "--set",
+    "algo.exploration_annealing_frames=500",
+    "--set",
+    "hooks.replay_buffer.batch_size=32",
+    "--set",
+    "hooks.replay_buffer.capacity=500",
+    "--set",
+    "trainer.log_interval=50",
+    "--set",
+    "trainer.save_trainer_interval=50",
+    "--set",
+    "checkpoint.keep_last=20",
+    "--set",
+    "loggers.console=null",
+    "--set",
+    "trainer.progress_bar=false",
+]
+METRICS = (
+    "loss/qvalue",
+    "loss/actor",
+    "train/q_value",
+    "train/td_error",
+    "train/sigma",
+    "train/buffer_size",
+    "train/update_to_data",
+    "train/episode_return",
+    "perf/fps",
+)
+
+
+def train(run_dir: Path, *extra: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "RLCORE_PLUGINS": "rl-plugin-td3,rl-plugin-replay,rl-plugin-nets"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "rlcore", *ARGS, "--out", str(run_dir), *extra],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def final_state(run_dir: Path) -> dict:
+    factory = rlcore.get_plugin_manager().factory("checkpoint_backends", "torch")
+    path, state = factory(directory=run_dir / "checkpoints", keep_last=20).load()
+    assert path.name.startswith(f"ckpt-{FRAMES:012d}")
+    return state
+
+
+def assert_identical(a, b, where: str = "state") -> None:
+    if isinstance(a, torch.Tensor):
+        assert torch.equal(a, b), where
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), where
+        for key in a:
+            assert_identical(a[key], b[key], f"{where}[{key!r}]")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_identical(x, y, f"{where}[{i}]")
+    else:
+        assert a == b, where
+
+
+def rows(run_dir: Path) -> list[tuple[str, str, str]]:
+    with open(run_dir / "metrics.csv", newline="") as handle:
+        return [(r["frames"], r["name"], r["value"]) for r in csv.DictReader(handle) if r["name"] != "perf/fps"]
+
+
+def test_cli_run_logs_the_metrics_and_a_killed_run_resumes_bit_identically(tmp_path):
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    reference = train(whole)
+    victim = train(killed)
+    first = 50 * random.randint(3, 9)  # after the learning started (100 frames), OU noise and the delay under way
+    deadline = time.time() + 120
+    while time.time() < deadline and not any(p.name.startswith(f"ckpt-{first:012d}") for p in (killed / "checkpoints").glob("ckpt-*")):
+        if victim.poll() is not None:
+            break
+        time.sleep(0.02)
+    time.sleep(random.uniform(0.0, 0.1))
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(timeout=30)
+    assert reference.wait(timeout=240) == 0, reference.stderr.read()
+
+    logged = {name for _, name, _ in rows(whole)} | {"perf/fps"}
+    assert set(METRICS) <= logged, set(METRICS) - logged
+
+    resumed = train(killed, "--resume", str(killed))
+    _, err = resumed.communicate(timeout=240)
+    assert resumed.returncode == 0, err
+    assert "resumed from" in err
+
+    a, b = final_state(whole), final_state(killed)
+    assert a["loss_module"]["_extra_state"] == {"updates": FRAMES - 100 + 1}  # the delay's clock is checkpointed
+    for state in (a, b):  # the logged means not yet written hold the wall-clock frames per second
+        state["counters"].get("pending_means", {}).pop("perf/fps", None)
+    for part in ("loss_module", "optimizer", "modules", "collector", "counters"):
+        assert_identical(a[part], b[part], part)
+    assert rows(killed) == rows(whole)
+
+
+def test_targets_moving_on_other_steps_than_the_actor_is_said(tmp_path):
+    torch.set_num_threads(1)
+    config = run_config("trainer.total_frames=40", "algo.init_random_frames=30", "hooks.target_updater.interval=1")
+    trainer = rlcore.build_trainer(config, run_dir=tmp_path)
+    with pytest.warns(UserWarning, match=r"hooks.target_updater.interval \(1\) differs from algo.policy_delay \(2\)"):
+        trainer.train()
