@@ -43,7 +43,7 @@ def ale_options(env_id: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
     except ImportError as err:
         raise ConfigError(f"env.vectorization: ale needs ale-py ({err}); pip install 'rl-plugin-envs[atari]'") from None
     spec = gymnasium.spec(env_id)
-    if "game" not in spec.kwargs:
+    if "game" not in spec.kwargs or not str(spec.entry_point).startswith("ale_py"):  # (MinAtar's ids have a game too)
         raise ConfigError(f"env.vectorization: ale steps Atari games (ALE/Pong-v5, ...), not {env_id!r} (valid choices: sync, async)")
     options = [name for name in inspect.signature(AtariVectorEnv).parameters if name not in _SET_HERE]
     unknown = [key for key in kwargs if key not in options]

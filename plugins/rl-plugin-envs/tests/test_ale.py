@@ -51,6 +51,7 @@ def test_the_collector_counts_episodes_and_keeps_truncation_apart() -> None:
     ("env_id", "kwargs", "message"),
     [
         ("CartPole-v1", {}, r"^env.vectorization: ale steps Atari games \(ALE/Pong-v5, ...\), not 'CartPole-v1' \(valid choices: sync, async\)$"),
+        ("MinAtar/Breakout-v1", {}, r"^env.vectorization: ale steps Atari games \(ALE/Pong-v5, ...\), not 'MinAtar/Breakout-v1'"),  # (a game too)
         ("ALE/Pong-v5", {"bogus": 1}, r"^env.kwargs.bogus: ale's AtariVectorEnv takes no such option \(valid choices: .*stack_num"),
         ("ALE/Pong-v5", {"render_mode": "human"}, r"^env.kwargs.render_mode: the ale vectorization draws its observation frames only \(valid choices: rgb"),
     ],
