@@ -375,7 +375,7 @@ def test_parts_that_do_not_fit_the_env_or_algorithm_are_one_line(tmp_path, capsy
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("algo", ["dqn", "sac"])
+@pytest.mark.parametrize("algo", ["dqn", "sac", "td3"])
 @pytest.mark.parametrize("hook", ["replay_buffer", "target_updater"])
 def test_an_off_policy_algorithm_without_the_hooks_it_needs_is_one_line(tmp_path, capsys, algo, hook):
     pytest.importorskip(f"rl_plugin_{algo}")
@@ -384,12 +384,13 @@ def test_an_off_policy_algorithm_without_the_hooks_it_needs_is_one_line(tmp_path
     assert not (tmp_path / "run").exists()  # refused with the config, before the run directory
 
 
-@pytest.mark.parametrize("algo", ["dqn", "sac"])
+@pytest.mark.parametrize("algo", ["dqn", "sac", "td3"])
 def test_an_off_policy_algorithm_refuses_trajectories_in_one_line(tmp_path, capsys, algo):
     pytest.importorskip(f"rl_plugin_{algo}")
     code, err = cli(capsys, "train", "--algo", algo, "--set", "hooks.replay_buffer.flatten_tensordicts=false", "--out", str(tmp_path / "run"))
     assert (code, err) == (2, "rlctl: error: hooks.replay_buffer.flatten_tensordicts: the algorithm learns from single transitions, not "
-                              "trajectories: keep it true\n")  # fmt: skip
+                              "trajectories: set it true (false stores [envs, time] trajectories, as TorchRL's ReplayBufferTrainer "
+                              "does by default)\n")  # fmt: skip
     assert not (tmp_path / "run").exists()
 
 

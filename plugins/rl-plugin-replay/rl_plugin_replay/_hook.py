@@ -190,7 +190,10 @@ class ReplayBufferTrainer(TrainerHookBase):
                 f"feeds off-policy algorithms (dqn, sac, td3, ddpg): remove hooks.{name}"
             )
         if isinstance(loss, OffPolicyLoss) and not self.flatten_tensordicts:
-            raise ConfigError(f"hooks.{name}.flatten_tensordicts: the algorithm learns from single transitions, not trajectories: keep it true")
+            raise ConfigError(
+                f"hooks.{name}.flatten_tensordicts: the algorithm learns from single transitions, not trajectories: set it true "
+                "(false stores [envs, time] trajectories, as TorchRL's ReplayBufferTrainer does by default)"
+            )
         self._trainer = trainer
         self._beta_start = getattr(self.replay_buffer.sampler, "beta", None)  # before a checkpoint restores an annealed one
         if self.device is None:

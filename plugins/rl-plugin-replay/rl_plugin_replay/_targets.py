@@ -112,6 +112,12 @@ class _TargetUpdate(TrainerHookBase):
     def _update(self) -> None:
         raise NotImplementedError
 
+    @torch.no_grad()
+    def init_(self) -> None:
+        """Copy the online networks into the targets now (TorchRL's ``init_``; the targets start as copies already)."""
+        online, target = _tensors(self._loss_module)
+        torch._foreach_copy_(target, online)
+
     def register(self, trainer: Any, name: str = "target_updater") -> None:
         """Update ``trainer.loss_module``'s targets at ``post_optim``; checkpoint the step count under ``name``.
 
@@ -142,7 +148,11 @@ class HardUpdate(_TargetUpdate):
 
     :param loss_module: the loss module with target networks; default the trainer's, at :meth:`register`.
     :param interval: optimizer steps between two copies.
+    :param value_network_update_interval: TorchRL's name of ``interval``, which it replaces.
     """
+
+    def __init__(self, loss_module: Any = None, interval: int = 1, *, value_network_update_interval: int | None = None) -> None:
+        super().__init__(loss_module, interval if value_network_update_interval is None else value_network_update_interval)
 
     def _update(self) -> None:
         torch._foreach_copy_(self._target, self._online)
@@ -154,9 +164,13 @@ class SoftUpdate(_TargetUpdate):
     :param loss_module: the loss module with target networks; default the trainer's, at :meth:`register`.
     :param tau: the fraction (``1`` is a hard update).
     :param interval: optimizer steps between two updates.
+    :param eps: TorchRL's other way to give it: the fraction the targets keep, ``1 - tau``.
     """
 
-    def __init__(self, loss_module: Any = None, tau: float = 0.005, interval: int = 1) -> None:
+    def __init__(self, loss_module: Any = None, tau: float | None = None, interval: int = 1, *, eps: float | None = None) -> None:
+        if eps is not None and tau is not None:
+            raise ValueError("give tau or eps (= 1 - tau), not both")
+        tau = 1 - eps if eps is not None else 0.005 if tau is None else tau
         if not 0 < tau <= 1:
             raise ValueError(f"tau must be in (0, 1], got {tau}")
         self.tau = tau

@@ -68,6 +68,22 @@ def test_soft_update_is_polyak_averaging():
     assert not torch.equal(flat(loss.target), online)
 
 
+def test_torchrl_s_keywords_and_init_():
+    """``HardUpdate(loss, value_network_update_interval=N)``, ``SoftUpdate(loss, eps=1 - tau)`` and ``init_()``, as in TorchRL."""
+    loss = Loss()
+    hard = HardUpdate(loss, value_network_update_interval=2)
+    assert hard.interval == 2
+    soft = SoftUpdate(loss, eps=0.75)
+    loss.perturb()
+    target, online = flat(loss.target).clone(), flat(loss.net).clone()
+    soft.step()
+    assert soft.tau == 0.25 and torch.allclose(flat(loss.target), 0.75 * target + 0.25 * online, rtol=0, atol=1e-6)
+    soft.init_()
+    assert torch.equal(flat(loss.target), flat(loss.net))
+    with pytest.raises(ValueError, match="tau or eps"):
+        SoftUpdate(loss, tau=0.1, eps=0.9)
+
+
 def test_an_updater_made_before_the_module_moves_updates_the_moved_targets():
     loss = Loss()
     updater = HardUpdate(loss)
