@@ -204,6 +204,8 @@ class ReplayBufferTrainer(TrainerHookBase):
             self.n_step = int(getattr(loss, "n_step", None) or 1)
         if self.gamma is None:
             self.gamma = getattr(loss, "gamma", None)
+        elif getattr(loss, "gamma", self.gamma) != self.gamma:  # the n-step sums and the loss's bootstrap would discount differently
+            raise ConfigError(f"hooks.{name}.gamma: {self.gamma} differs from the algorithm's gamma ({loss.gamma}): leave it null to take that")
         if self.init_random_frames is None:
             self.init_random_frames = int(getattr(loss, "init_random_frames", None) or 0)
         if self.n_step > 1:

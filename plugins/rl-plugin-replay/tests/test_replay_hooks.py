@@ -208,6 +208,13 @@ def test_n_step_trajectories_that_would_change_shape_are_refused(tmp_path):
         make_trainer(tmp_path, flatten_tensordicts=False, n_step=3, gamma=0.9)
 
 
+def test_a_gamma_other_than_the_algorithms_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(TinyQ, "gamma", 0.9, raising=False)  # the algorithm's discount
+    with pytest.raises(rlcore.ConfigError, match=r"^hooks.replay_buffer.gamma: 0.5 differs from the algorithm's gamma \(0.9"):
+        make_trainer(tmp_path, n_step=3, gamma=0.5)
+    make_trainer(tmp_path / "same", n_step=3, gamma=0.9)  # the same value: taken
+
+
 def test_exploration_counts_the_trainers_frames(tmp_path):
     trainer, _, loss = make_trainer(tmp_path, frames=256, frame_skip=2)  # a collected step stands for 2 frames
     seen = []
