@@ -31,6 +31,20 @@ _SET_HERE = ("game", "num_envs", "autoreset_mode", "batch_size")
 _FROM_SPEC = ("repeat_action_probability", "full_action_space", "max_num_frames_per_episode")
 
 
+def atari_settings(env_id: str) -> dict[str, Any] | None:
+    """The settings an ALE id's registration gives its game (sticky actions, the action set, the episode's frames), or
+    ``None`` for an id that is no ALE game (MinAtar's registrations name a game too)."""
+    import gymnasium
+
+    try:
+        spec = gymnasium.spec(env_id)
+    except gymnasium.error.Error:  # not registered (EnvPool's own Atari names, without ale-py)
+        return None
+    if "game" not in spec.kwargs or not str(spec.entry_point).startswith("ale_py"):
+        return None
+    return {key: spec.kwargs[key] for key in _FROM_SPEC if key in spec.kwargs}
+
+
 def ale_options(env_id: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """``AtariVectorEnv``'s keyword arguments for an Atari id and ``env.kwargs``.
 
@@ -42,15 +56,14 @@ def ale_options(env_id: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         from ale_py.vector_env import AtariVectorEnv
     except ImportError as err:
         raise ConfigError(f"env.vectorization: ale needs ale-py ({err}); pip install 'rl-plugin-envs[atari]'") from None
-    spec = gymnasium.spec(env_id)
-    if "game" not in spec.kwargs or not str(spec.entry_point).startswith("ale_py"):  # (MinAtar's ids have a game too)
+    settings = atari_settings(env_id)
+    if settings is None:
         raise ConfigError(f"env.vectorization: ale steps Atari games (ALE/Pong-v5, ...), not {env_id!r} (valid choices: sync, async)")
     options = [name for name in inspect.signature(AtariVectorEnv).parameters if name not in _SET_HERE]
     unknown = [key for key in kwargs if key not in options]
     if unknown:
         raise ConfigError(f"env.kwargs.{unknown[0]}: ale's AtariVectorEnv takes no such option (valid choices: {', '.join(options)})")
-    settings = {key: spec.kwargs[key] for key in _FROM_SPEC if key in spec.kwargs}
-    return {"game": spec.kwargs["game"], **settings, "reward_clipping": False, **kwargs}
+    return {"game": gymnasium.spec(env_id).kwargs["game"], **settings, "reward_clipping": False, **kwargs}
 
 
 def ale_vector_env(make_env: Callable[[], Any], num_envs: int, *, env_id: str = "", kwargs: Mapping[str, Any] | None = None, **_: Any) -> Any:

@@ -137,12 +137,15 @@ def envpool_vector_env(make_env: Callable[[], Any], num_envs: int, *, env_id: st
     :param make_env: unused (EnvPool makes its own envs).
     :param num_envs: envs in the pool.
     :param env_id: the run's env id (``CartPole-v1``, ``ALE/Pong-v5``: EnvPool's Atari envs preprocess
-        themselves, 84 x 84 grey frames stacked by 4, as its ``Pong-v5`` defines).
+        themselves, 84 x 84 grey frames stacked by 4, as its ``Pong-v5`` defines; an ALE id's registration
+        gives its sticky actions and action set, as with ``sync`` and ``ale``).
     :param kwargs: ``env.kwargs``.
     """
+    from ._ale import atari_settings
     from ._render import rendering
 
-    kwargs = dict(kwargs or {})
+    atari = atari_settings(env_id) or {}
+    kwargs = {**{key: atari[key] for key in ("repeat_action_probability", "full_action_space") if key in atari}, **(kwargs or {})}
     render_mode = kwargs.pop("render_mode", None)  # (its envs draw nothing: rgb_array gives the observed frames of image envs)
     return rendering(EnvPoolVectorEnv(envpool_task(env_id), num_envs, kwargs=kwargs), render_mode, "envpool")
 

@@ -91,6 +91,16 @@ def test_env_kwargs_are_envpools_options(tmp_path: Any) -> None:
         make("CartPole-v1", 2, vectorization="envpool", kwargs={"bogus": 1})
 
 
+def test_an_ale_id_plays_its_registered_game_settings_as_sync_and_ale_do() -> None:
+    pytest.importorskip("ale_py")
+    env = make("ALE/Pong-v5", 2, vectorization="envpool")  # v5: sticky actions (EnvPool's own Pong-v5 has none)
+    assert env.pool.config["repeat_action_probability"] == 0.25 and env.pool.config["full_action_space"] is False
+    env.close()
+    env = make("ALE/Pong-v5", 2, vectorization="envpool", kwargs={"repeat_action_probability": 0.0})  # env.kwargs come last
+    assert env.pool.config["repeat_action_probability"] == 0.0
+    env.close()
+
+
 def test_render_mode_draws_observed_frames_of_image_envs_only() -> None:
     with pytest.raises(rlcore.ConfigError, match=r"^env.kwargs.render_mode: the envs do not render, and their observations \(4,\) are no frames to show$"):
         make("CartPole-v1", 2, vectorization="envpool", kwargs={"render_mode": "rgb_array"})
