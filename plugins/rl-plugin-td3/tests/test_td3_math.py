@@ -44,15 +44,11 @@ def linear_networks(loss, unit_action: float, q: list[float], target_q: list[flo
             weights["bias0"].fill_(math.atanh(unit_action))
         for critic, constants, slopes in ((loss.critic, q, slope), (loss.target_critic, target_q, target_slope)):
             weights = dict(critic.named_parameters()) or dict(critic.named_buffers())
-            weight, bias = weights["weight0"], weights["bias0"]  # [K, 3 + 2, 1], [K, 1, 1] (or [3 + 2, 1], [1] for one critic)
+            weight, bias = weights["weight0"], weights["bias0"]  # [K, 3 + 2, 1], [K, 1, 1]
             weight.zero_()
             for i, (c, s) in enumerate(zip(constants, slopes, strict=True)):
-                if weight.dim() == 3:
-                    weight[i, 3:] = s
-                    bias[i] = c
-                else:
-                    weight[3:] = s
-                    bias.fill_(c)
+                weight[i, 3:] = s
+                bias[i] = c
 
 
 def test_td3_target_is_the_clipped_double_q_of_the_smoothed_target_action():
