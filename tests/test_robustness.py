@@ -301,12 +301,14 @@ def test_a_damaged_metrics_line_is_reported_and_the_good_rows_kept_on_resume(wit
     run = tmp_path / "run"
     assert cli(capsys, *TOY, "--frames", "192", "--out", str(run), "--set", "trainer.save_trainer_interval=64")[0] == 0
     lines = (run / "metrics.csv").read_text().splitlines()
+    good = [dict(zip(("frames", "name", "value", "wall_time"), line.split(","), strict=True)) for line in lines[1:]]
     lines.insert(3, "12,loss/x,not-a-number")  # a torn line
+    lines.insert(6, '"64,loss/y,1.0,17')  # a stray quote: it would swallow the lines after it into one field
     (run / "metrics.csv").write_text("\n".join(lines) + "\n")
-    good = [r for r in rows(run) if r["value"] != "not-a-number"]
     code, err = cli(capsys, *QUIET, "train", "--resume", str(run), "--frames", "256")
     assert code == 0
     assert f"rlctl: warning: {run / 'metrics.csv'} line 4 is damaged and was dropped: '12,loss/x,not-a-number'" in err
+    assert f"rlctl: warning: {run / 'metrics.csv'} line 7 is damaged and was dropped: '\"64,loss/y,1.0,17'" in err
     after = rows(run)
     assert after[: len(good)] == good and after[-1]["frames"] == "256"
 

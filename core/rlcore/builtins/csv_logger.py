@@ -8,7 +8,7 @@ import os
 import time
 import warnings
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +57,8 @@ class CSVLogger(Logger):
         """
         self._file.close()
         with open(self.path, newline="", encoding="utf-8", errors="replace") as handle:
-            reader = csv.reader(handle)
-            next(reader, None)  # the header
-            kept = [list(HEADER), *(row for row in good_rows(reader, self.path) if int(row[0]) <= step)]
+            handle.readline()  # the header
+            kept = [list(HEADER), *(row for row in good_rows(handle, self.path) if int(row[0]) <= step)]
         tmp = self.path.with_name(self.path.name + ".tmp")
         with open(tmp, "w", newline="", encoding="utf-8") as handle:
             csv.writer(handle).writerows(kept)
@@ -80,17 +79,22 @@ class CSVLogger(Logger):
             self._file.close()
 
 
-def good_rows(reader: Any, path: Path) -> Iterator[list[str]]:
-    """The well-formed ``frames,name,value,wall_time`` rows left in ``reader`` (a ``csv.reader`` of the metrics file ``path``).
+def good_rows(lines: Iterable[str], path: Path) -> Iterator[list[str]]:
+    """The well-formed ``frames,name,value,wall_time`` rows of ``lines``: the metrics file ``path`` after its header line.
 
-    A damaged row (the last one of a run killed while writing it, an edit by hand) is dropped with a
-    warning naming its line.
+    Each line is parsed on its own, and a damaged one (the last one of a run killed while writing
+    it, an edit by hand) is dropped with a warning naming it: a stray quote costs its line only,
+    not the lines after it.
     """
-    for row in reader:
+    for number, line in enumerate(lines, start=2):
+        try:
+            row = next(csv.reader([line]), [])
+        except csv.Error:
+            row = []
         if _good(row):
             yield row
         else:
-            warnings.warn(f"{path} line {reader.line_num} is damaged and was dropped: {','.join(row)[:80]!r}", stacklevel=2)
+            warnings.warn(f"{path} line {number} is damaged and was dropped: {line.rstrip()[:80]!r}", stacklevel=2)
 
 
 def _good(row: list[str]) -> bool:
@@ -115,11 +119,9 @@ def read_metrics(run_dir: str | os.PathLike[str]) -> dict[str, tuple[list[int], 
     series: dict[str, tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
     try:
         with open(path, newline="", encoding="utf-8", errors="replace") as handle:
-            reader = csv.reader(handle)
-            header = next(reader, None)
-            if header is None or tuple(header) != HEADER:
+            if tuple(next(csv.reader([handle.readline()]), [])) != HEADER:
                 raise ConfigError(f"{path}: not an rl-core metrics file (expected the columns {','.join(HEADER)})")
-            for frames, name, value, _ in good_rows(reader, path):
+            for frames, name, value, _ in good_rows(handle, path):
                 series[name][0].append(int(frames))
                 series[name][1].append(float(value))
     except OSError as err:
