@@ -97,8 +97,13 @@ def test_out_must_be_a_fresh_or_own_run_directory(with_plugins, tmp_path, capsys
 def test_every_file_of_a_run_stays_inside_it(with_plugins, tmp_path, capsys):
     outside = tmp_path / "x.csv"
     code, err = cli(capsys, *TOY, "--out", str(tmp_path / "a" / "b"), "--set", "loggers.csv.filename=../../x.csv")
-    assert (code, err) == (2, "rlctl: error: loggers.csv.filename: expected a relative path inside the run directory, got '../../x.csv'\n")
+    expected = "rlctl: error: loggers.csv.filename: expected a relative path inside the run directory, not config.yaml, .rlcore-run or checkpoints"
+    assert (code, err) == (2, f"{expected}, got '../../x.csv'\n")
     assert not outside.exists() and not (tmp_path / "a").exists()
+    for own in ("config.yaml", ".rlcore-run", "checkpoints/m.csv"):  # the run's own files: a logger writing there would wreck them
+        code, err = cli(capsys, *TOY, "--out", str(tmp_path / "a"), "--set", f"loggers.csv.filename={own}")
+        assert (code, err) == (2, f"{expected}, got {own!r}\n")
+        assert not (tmp_path / "a").exists()
     code, _ = cli(capsys, *TOY, "--frames", "64", "--out", str(tmp_path / "c"), "--set", "loggers.csv.filename=logs/m.csv")
     assert code == 0 and (tmp_path / "c" / "logs" / "m.csv").is_file()
 

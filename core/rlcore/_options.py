@@ -69,13 +69,16 @@ class Range:
 @dataclass(frozen=True)
 class InsideRunDir:
     """Marks a string option as a path relative to the run directory that must stay inside it:
-    ``Annotated[str, InsideRunDir()]`` (:data:`RunPath`). Absolute paths and ``..`` are refused."""
+    ``Annotated[str, InsideRunDir()]`` (:data:`RunPath`). Absolute paths, ``..`` and rl-core's own
+    entries (``config.yaml``, ``.rlcore-run``, ``checkpoints``) are refused."""
 
     def __contains__(self, value: str) -> bool:
         from pathlib import PurePath
 
+        from ._rundir import OWN_ENTRIES
+
         path = PurePath(value)
-        return bool(value.strip()) and not path.is_absolute() and ".." not in path.parts
+        return bool(value.strip()) and not path.is_absolute() and ".." not in path.parts and path.parts[0] not in OWN_ENTRIES
 
 
 #: A path inside the run directory, relative to it (``metrics.csv``, ``videos/eval``).
@@ -194,7 +197,7 @@ def describe(annotation: Any) -> str:
         return "any value"
     if origin is typing.Annotated:
         if any(isinstance(m, InsideRunDir) for m in annotation.__metadata__):
-            return "a relative path inside the run directory"
+            return "a relative path inside the run directory, not config.yaml, .rlcore-run or checkpoints"
         ranges = [str(m) for m in annotation.__metadata__ if isinstance(m, Range)]
         return f"{describe(args[0])}{' ' + ' and '.join(ranges) if ranges else ''}"
     if origin is Union:

@@ -22,7 +22,7 @@ from ._errors import ConfigError, PluginError, first_line
 from ._logger import generate_exp_name
 from ._markers import hookimpl
 from ._plugins import PluginManager, get_plugin_manager
-from ._rundir import RunDirectory, RunDirectoryError
+from ._rundir import CHECKPOINTS, RunDirectory, RunDirectoryError
 from ._trainer import Trainer, TrainerHookBase
 
 
@@ -443,7 +443,7 @@ def _build_parts(config: Mapping[str, Any], pm: PluginManager, num_envs: int | N
 def _backend(config: Mapping[str, Any], run_dir: Path, pm: PluginManager) -> CheckpointBackend:
     options = config["checkpoint"]
     with pm.making("checkpoint_backends", options["backend"]):
-        return pm.factory("checkpoint_backends", options["backend"])(directory=run_dir / "checkpoints", keep_last=options["keep_last"])
+        return pm.factory("checkpoint_backends", options["backend"])(directory=run_dir / CHECKPOINTS, keep_last=options["keep_last"])
 
 
 def _freeze(env: Any) -> None:

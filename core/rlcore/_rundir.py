@@ -17,6 +17,10 @@ from ._errors import ConfigError
 
 #: Who holds the run directory (written once the run is built; read to name the holder of a lock).
 HOLDER_FILE = ".rlcore-run"
+#: The checkpoint backend's folder.
+CHECKPOINTS = "checkpoints"
+#: rl-core's own entries of a run directory, which no option may name as a file of its own
+OWN_ENTRIES = (CONFIG_FILE, HOLDER_FILE, CHECKPOINTS)
 
 
 class RunDirectoryError(ConfigError):
@@ -128,7 +132,7 @@ class RunDirectory:
 
 def is_run_directory(path: Path) -> bool:
     """Whether ``path`` holds an rl-core run: its config and the trace a run leaves (its holder file, or checkpoints)."""
-    return (path / CONFIG_FILE).is_file() and ((path / HOLDER_FILE).is_file() or (path / "checkpoints").is_dir())
+    return (path / CONFIG_FILE).is_file() and ((path / HOLDER_FILE).is_file() or (path / CHECKPOINTS).is_dir())
 
 
 def inside(directory: Path, relative: str | os.PathLike[str], key: str) -> Path:
