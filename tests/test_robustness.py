@@ -321,6 +321,22 @@ def test_a_damaged_metrics_line_is_reported_and_the_good_rows_kept_on_resume(wit
 # ----------------------------------------------------------------------------------- signals
 
 
+def test_a_rendering_env_leaves_sigterm_to_the_process() -> None:
+    """pygame's SDL would take SIGTERM over once an env renders, as a quit event nobody reads: ``rlctl eval --video`` ran on."""
+    code = (
+        "import os, signal, time, rlcore\n"
+        "env = rlcore.make_vector_env('CartPole-v1', 1, kwargs={'render_mode': 'rgb_array'})\n"
+        "env.reset(seed=0)\n"
+        "assert env.render()[0].shape == (400, 600, 3)\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+        "time.sleep(5)\n"
+        "print('still running')\n"
+    )
+    environ = {k: v for k, v in os.environ.items() if k != "SDL_NO_SIGNAL_HANDLERS"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=environ)
+    assert done.returncode == -signal.SIGTERM and "still running" not in done.stdout, (done.returncode, done.stderr[-500:])
+
+
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_to_the_whole_group_with_async_envs_checkpoints_and_exits_quietly(tmp_path, signum, code):
     run = tmp_path / "run"
