@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
-from ._errors import ConfigError, PluginError
+from ._errors import ConfigError, PluginError, error_line
 from ._options import Range, check_value, import_module, validate_options
 
 
@@ -139,8 +139,8 @@ def gymnasium_id(env_id: str) -> str | None:
     if module:
         try:
             import_module(module)  # as `python -m` finds it: a module of the working directory too
-        except ImportError as err:
-            raise ConfigError(f"env.id: cannot import module {module!r} of {env_id!r} ({err})") from None
+        except Exception as err:  # whatever it raises on import (a SyntaxError too)
+            raise ConfigError(f"env.id: cannot import module {module!r} of {env_id!r} ({error_line(err)})") from None
     if name in gymnasium.registry:
         return name
     prefix = next((p for p in REGISTERING_MODULES if name.startswith(p)), None)

@@ -282,7 +282,7 @@ def _callable(value: Any) -> tuple[bool, Any]:
         return False, None
     try:
         target = import_object(value)
-    except (ImportError, AttributeError, ValueError):
+    except Exception:  # whatever its module raises on import (a SyntaxError too): not a callable here
         return False, None
     return (True, ImportPath(value)) if callable(target) else (False, None)
 

@@ -13,7 +13,7 @@ import inspect
 from functools import partial
 from typing import Any
 
-from rlcore import ConfigError, import_object
+from rlcore import ConfigError, error_line, import_object
 
 
 def load_wrapper_class(path: str) -> type:
@@ -27,8 +27,8 @@ def load_wrapper_class(path: str) -> type:
     key = f"env.wrappers.{path}"
     try:
         cls = import_object(path)
-    except (ImportError, AttributeError, ValueError) as err:
-        raise ConfigError(f"{key}: cannot import {path!r} ({err})") from None
+    except Exception as err:  # whatever its module raises on import (a SyntaxError too)
+        raise ConfigError(f"{key}: cannot import {path!r} ({error_line(err)})") from None
     if not (isinstance(cls, type) and issubclass(cls, (gymnasium.Wrapper, VectorWrapper))):
         raise ConfigError(f"{key}: {path!r} is not a Gymnasium wrapper class (gymnasium.Wrapper or gymnasium.vector.VectorWrapper)")
     return cls

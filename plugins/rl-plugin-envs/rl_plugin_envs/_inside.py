@@ -113,8 +113,8 @@ def _wrapped(make_env: Callable[[], Any], wrap: Callable[[Any], Any]) -> Any:
     return wrap(make_env())
 
 
-#: what Gymnasium's wrappers raise for an env they do not fit
-MISFIT = (TypeError, ValueError, AssertionError)
+#: what Gymnasium's wrappers raise for an env, or options, they do not fit (``InvalidBound``: a ``gamma`` above 1, ...)
+MISFIT = (TypeError, ValueError, AssertionError, gymnasium.error.Error)
 
 
 def does_not_fit(key: str, err: BaseException) -> ConfigError:

@@ -252,6 +252,17 @@ def test_a_wrapper_class_and_a_function_of_the_working_directory_by_import_path(
     env.close()
     with pytest.raises(rlcore.ConfigError, match=r"^env.wrappers.mywrappers.Nope: cannot import"):
         rlcore.load_config(overrides=["algo.name=ppo", "env.id=CartPole-v1", "env.wrappers={mywrappers.Nope: {}}"])
+    (tmp_path / "broken.py").write_text("def scale(r) return r\n")  # a module that does not import: one line, not a traceback
+    with pytest.raises(rlcore.ConfigError, match=r"^env.wrappers.broken.Thing: cannot import 'broken.Thing' \(SyntaxError: "):
+        rlcore.load_config(overrides=["algo.name=ppo", "env.id=CartPole-v1", "env.wrappers={broken.Thing: {}}"])
+    with pytest.raises(rlcore.ConfigError, match=r"^env.wrappers.gymnasium.wrappers.TransformReward.func: expected a callable"):
+        rlcore.load_config(overrides=["algo.name=ppo", "env.id=CartPole-v1", 'env.wrappers={gymnasium.wrappers.TransformReward: {func: "broken:scale"}}'])
+
+
+def test_a_gymnasium_wrapper_refusing_its_options_is_one_line() -> None:
+    wrappers = {"gymnasium.wrappers.vector.NormalizeReward": {"gamma": 5}}  # Gymnasium raises its InvalidBound
+    with pytest.raises(rlcore.ConfigError, match=r"^env.wrappers.gymnasium.wrappers.vector.NormalizeReward: does not fit the env \(`gamma` should be in the interval \[0, 1\]"):
+        rlcore.make_vector_env("CartPole-v1", 2, wrappers=wrappers)
 
 
 def test_import_path_from_the_config() -> None:
