@@ -261,7 +261,8 @@ def test_a_wrapper_class_and_a_function_of_the_working_directory_by_import_path(
 
 def test_a_gymnasium_wrapper_refusing_its_options_is_one_line() -> None:
     wrappers = {"gymnasium.wrappers.vector.NormalizeReward": {"gamma": 5}}  # Gymnasium raises its InvalidBound
-    with pytest.raises(rlcore.ConfigError, match=r"^env.wrappers.gymnasium.wrappers.vector.NormalizeReward: does not fit the env \(`gamma` should be in the interval \[0, 1\]"):
+    message = r"^env.wrappers.gymnasium.wrappers.vector.NormalizeReward: does not fit the env \(`gamma` should be in the interval \[0, 1\]"
+    with pytest.raises(rlcore.ConfigError, match=message):
         rlcore.make_vector_env("CartPole-v1", 2, wrappers=wrappers)
 
 

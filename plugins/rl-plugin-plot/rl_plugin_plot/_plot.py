@@ -26,7 +26,8 @@ def plot_runs(
         missing folders are created.
     :return: ``output``.
     :raises rlcore.ConfigError: when there is no run or metric, a run has no readable ``metrics.csv``,
-        no run has one of ``metrics``, or the format is unknown (one line, with the valid choices).
+        no run has one of ``metrics``, the format is unknown (one line, with the valid choices), or ``output``
+        cannot be written.
     """
     if not run_dirs:
         raise ConfigError("RUN_DIR: name at least one run directory")
@@ -57,8 +58,11 @@ def plot_runs(
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
     fig.tight_layout()
-    output.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(output, dpi=DPI)
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(output, dpi=DPI)
+    except OSError as err:
+        raise ConfigError(f"-o {output}: cannot write it ({err.strerror or err})") from None
     return output
 
 

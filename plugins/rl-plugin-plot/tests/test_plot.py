@@ -68,6 +68,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     cases = [
         (["--metric", "nope"], "rlctl: error: --metric: no run has 'nope' (valid choices: loss/objective, train/episode_return)"),
         (["-o", str(tmp_path / "curves.xyz")], f"rlctl: error: -o {tmp_path / 'curves.xyz'}: unknown image format 'xyz' (valid choices: "),
+        (["-o", str(tmp_path / "a" / "metrics.csv" / "c.png")], f"rlctl: error: -o {tmp_path / 'a' / 'metrics.csv' / 'c.png'}: cannot write it ("),
     ]
     for extra, message in cases:
         code, _, stderr, _ = rlctl("plot", str(tmp_path / "a"), *extra)
