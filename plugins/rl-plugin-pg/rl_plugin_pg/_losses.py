@@ -174,6 +174,13 @@ class PolicyGradientLoss(nn.Module):
 
     # ------------------------------------------------------------------ batch processing
     @hookimpl
+    def rl_setup(self, trainer: Any) -> None:
+        """Refuse more minibatches than a batch has transitions (the extra ones would be empty, their losses NaN)."""
+        rows = getattr(trainer.collector, "frames_per_batch", None)  # (under torchrun: this rank's share)
+        if rows is not None and self.minibatches > rows:
+            raise ConfigError(f"algo.minibatches: {self.minibatches} minibatches of a batch of {rows} transitions leave some empty: at most {rows}")
+
+    @hookimpl
     def rl_batch_process(self, trainer: Any, batch: TensorDictBase) -> TensorDictBase:
         """Apply the schedules, compute advantages and value targets, flatten the batch to ``[envs * time]``."""
         self.apply_schedule((trainer.collected_frames - trainer.batch_frames) / max(trainer.total_frames, 1))

@@ -55,3 +55,11 @@ def test_unknown_algo_key_is_refused():
     env = gymnasium.make("CartPole-v1")
     with pytest.raises(ValueError, match="clip_range"):
         build_loss("a2c", {"clip_range": 0.1}, env.observation_space, env.action_space)
+
+
+def test_more_minibatches_than_a_batch_has_transitions_are_refused_before_training(tmp_path):
+    config = rlcore.load_config(overrides=["algo.name=ppo", "algo.minibatches=300", "collector.frames_per_batch=256", "trainer.total_frames=512"])
+    trainer = rlcore.build_trainer(config, run_dir=tmp_path / "run")
+    with pytest.raises(rlcore.ConfigError, match=r"^algo.minibatches: 300 minibatches of a batch of 256 transitions leave some empty: at most 256$"):
+        trainer.train()
+    assert trainer.collected_frames == 0
