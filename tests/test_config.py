@@ -31,6 +31,7 @@ def test_defaults_merge_algorithm_defaults_and_overrides(toy_pm):
         (["algo.lr_scal=2"], r"unknown key algo.lr_scal \(valid choices: lr_scale\)"),
         (["loggers.nope={}"], r"loggers: unknown logger 'nope' \(valid choices: console, csv.*\)"),
         (["loggers.csv.colour=red"], r"unknown key loggers.csv.colour \(valid choices: filename\)"),
+        (["loggers.console.every=-1"], r"loggers.console.every: expected an integer >= 0, got -1"),
         (["hooks.nope={}"], r"hooks: unknown hook 'nope'"),
         (["checkpoint.backend=floppy"], r"checkpoint.backend: unknown checkpoint backend 'floppy' \(valid choices: .*torch.*\)"),
         (["env.wrappers.flip={}"], r"env.wrappers: unknown env wrapper 'flip' \(valid choices: .*normalize_observation, normalize_reward.*\)"),

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import Annotated, Any, TextIO
 
-from rlcore import Logger, hookimpl
+from rlcore import Logger, Range, hookimpl
 
 
 class ConsoleLogger(Logger):
@@ -24,7 +24,7 @@ class ConsoleLogger(Logger):
         self,
         exp_name: str,
         log_dir: str | os.PathLike[str],
-        every: int = 10000,
+        every: Annotated[int, Range(ge=0)] = 10000,
         keys: list[str] | tuple[str, ...] = ("train/episode_return", "eval/episode_return", "perf/fps"),
         stream: TextIO | None = None,
     ) -> None:

@@ -6,7 +6,7 @@ This module stays light: wandb is imported only when a logger is created.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from rlcore import hookimpl
 
@@ -23,7 +23,7 @@ def make_logger(
     entity: str | None = None,
     tags: list[str] | str | None = None,
     group: str | None = None,
-    mode: str | None = None,
+    mode: Literal["online", "offline", "shared", "disabled"] | None = None,
     notes: str | None = None,
 ) -> WandbLogger:
     """Create a :class:`~rl_plugin_wandb._logger.WandbLogger`, which starts one W&B run.
@@ -34,7 +34,7 @@ def make_logger(
     :param entity: the W&B user or team.
     :param tags: run tags.
     :param group: the run group, e.g. to gather the seeds of one experiment.
-    :param mode: ``"online"``, ``"offline"`` or ``"disabled"``; default ``WANDB_MODE``, else online.
+    :param mode: ``"online"``, ``"offline"``, ``"shared"`` or ``"disabled"``; default ``WANDB_MODE``, else online.
     :param notes: a description of the run.
     """
     from ._logger import WandbLogger

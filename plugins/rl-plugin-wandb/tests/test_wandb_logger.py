@@ -133,6 +133,13 @@ def test_mode_option_and_two_runs_in_one_process(tmp_path: Path, monkeypatch: py
     assert rows(records(second), "x") == [(20, 2.0)]
 
 
+def test_a_bad_mode_is_refused_with_the_config() -> None:
+    import rlcore
+
+    with pytest.raises(rlcore.ConfigError, match=r"^loggers.wandb.mode: unknown value 'bogus' \(valid choices: online, offline, shared, disabled\)$"):
+        rlcore.load_config(overrides=["algo.name=ppo", "loggers.wandb.mode=bogus"])
+
+
 def test_video_skipped_with_a_warning_without_rl_plugin_video(tmp_path: Path) -> None:
     logger = WandbLogger("run", tmp_path)
     logger.supports_video = False  # as when rl-plugin-video is not installed
