@@ -321,6 +321,27 @@ def test_a_damaged_metrics_line_is_reported_and_the_good_rows_kept_on_resume(wit
 # ----------------------------------------------------------------------------------- signals
 
 
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_the_run_is_built_stops_it_in_one_line_and_leaves_no_run_directory(tmp_path, signum, code):
+    """A signal before training starts (a Ray cluster starting, say): what was built is closed, the fresh directory removed."""
+    pytest.importorskip("rl_plugin_envs")
+    pytest.importorskip("rl_plugin_pg")
+    (tmp_path / "slowwrapper.py").write_text(  # a wrapper whose set-up the signal interrupts
+        "import os, signal, time, gymnasium\n"
+        "class Slow(gymnasium.Wrapper):\n"
+        "    def __init__(self, env):\n"
+        "        super().__init__(env)\n"
+        f"        os.kill(os.getpid(), {int(signum)})\n"
+        "        time.sleep(30)\n"
+    )
+    rlctl = Path(sys.executable).with_name("rlctl")
+    argv = [str(rlctl), *PPO, "--set", "env.wrappers={slowwrapper.Slow: {}}", "--out", "run"]
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == code, done.stderr[-1500:]
+    assert done.stderr.strip().endswith(f"rlctl: {signal.Signals(signum).name}: stopped before training started"), done.stderr[-500:]
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_rendering_env_leaves_sigterm_to_the_process() -> None:
     """pygame's SDL would take SIGTERM over once an env renders, as a quit event nobody reads: ``rlctl eval --video`` ran on."""
     code = (

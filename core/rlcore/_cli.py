@@ -175,7 +175,13 @@ def make_cli(pm: PluginManager) -> click.Group:
             overrides = (*overrides, "trainer.profile=true")
         config = load_config(config_file, overrides=overrides, plugin_manager=pm, **sections)
         pm.warn_broken()
-        trainer = build_trainer(config, run_dir=run_dir, plugin_manager=pm, resume=bool(resume), force=force)
+        starting = _interrupt_on_signals()
+        try:
+            trainer = build_trainer(config, run_dir=run_dir, plugin_manager=pm, resume=bool(resume), force=force)
+        except KeyboardInterrupt:  # what was built is closed, a fresh run directory removed
+            signum = starting[0] if starting else signal.SIGINT
+            _say(f"\nrlctl: {signal.Signals(signum).name}: stopped before training started")
+            return SIGNAL_EXIT[signum]
         if trainer.resumed_from is not None:
             _say(f"rlctl: resumed from {trainer.resumed_from} at {trainer.collected_frames} frames")
         received = _stop_on_signals(trainer)
@@ -222,6 +228,20 @@ def _describe(info: PluginInfo) -> str:
     for kind, names in sorted(info.provides.items()):
         lines.append(f"    provides {kind}: {', '.join(names)}")
     return "\n".join(lines)
+
+
+def _interrupt_on_signals() -> list[int]:
+    """While a run is built: SIGINT or SIGTERM interrupts the build (a ``KeyboardInterrupt``, so that what was
+    built is closed, a local Ray cluster stopped among them); the list receives the signal."""
+    received: list[int] = []
+
+    def handler(signum: int, _frame: Any) -> None:
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    for signum in SIGNAL_EXIT:
+        signal.signal(signum, handler)
+    return received
 
 
 def _stop_on_signals(trainer: Any) -> list[int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 from typing import Any
 
@@ -43,6 +44,7 @@ class Session:
             return cls(owned=False, address=None)
         address = address or os.environ.get("RAY_ADDRESS") or None
         quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
+        handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
         try:
             if address is not None:
                 _probe(address)
@@ -53,6 +55,13 @@ class Session:
             where = f"cannot join the Ray cluster at {address!r}" if address else "cannot start a local Ray cluster"
             key = "collector.address" if address else "collector.num_cpus"
             raise ConfigError(f"{key}: {where} ({first_line(err)})") from None
+        except BaseException:  # interrupted (a signal while it starts): stop what it started
+            ray.shutdown()
+            raise
+        finally:  # Ray's core worker takes SIGTERM over (it aborts the process): the process's own handlers again
+            for signum, handler in handlers.items():
+                if handler is not None:
+                    signal.signal(signum, handler)
         return cls(owned=True, address=address)
 
     def cpus(self) -> float:
