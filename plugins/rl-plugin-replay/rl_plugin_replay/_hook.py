@@ -200,12 +200,13 @@ class ReplayBufferTrainer(TrainerHookBase):
             self.device = trainer.device
             if not self.replay_buffer.storage.allocated and not self.replay_buffer.storage.memmap:
                 self.replay_buffer.to(self.device)  # an empty buffer follows the trainer's device
-        if self.n_step is None:
-            self.n_step = int(getattr(loss, "n_step", None) or 1)
-        if self.gamma is None:
-            self.gamma = getattr(loss, "gamma", None)
-        elif getattr(loss, "gamma", self.gamma) != self.gamma:  # the n-step sums and the loss's bootstrap would discount differently
-            raise ConfigError(f"hooks.{name}.gamma: {self.gamma} differs from the algorithm's gamma ({loss.gamma}): leave it null to take that")
+        for key in ("n_step", "gamma"):  # the algorithm's, unless given; a value of its own that differs is a mistake
+            own, algorithm = getattr(self, key), getattr(loss, key, None)
+            if own is None:
+                setattr(self, key, algorithm)
+            elif algorithm is not None and own != algorithm:
+                raise ConfigError(f"hooks.{name}.{key}: {own} differs from the algorithm's {key} ({algorithm}): leave it null to take that")
+        self.n_step = int(self.n_step or 1)
         if self.init_random_frames is None:
             self.init_random_frames = int(getattr(loss, "init_random_frames", None) or 0)
         if self.n_step > 1:

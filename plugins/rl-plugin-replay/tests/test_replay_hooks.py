@@ -208,11 +208,15 @@ def test_n_step_trajectories_that_would_change_shape_are_refused(tmp_path):
         make_trainer(tmp_path, flatten_tensordicts=False, n_step=3, gamma=0.9)
 
 
-def test_a_gamma_other_than_the_algorithms_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(TinyQ, "gamma", 0.9, raising=False)  # the algorithm's discount
-    with pytest.raises(rlcore.ConfigError, match=r"^hooks.replay_buffer.gamma: 0.5 differs from the algorithm's gamma \(0.9"):
-        make_trainer(tmp_path, n_step=3, gamma=0.5)
-    make_trainer(tmp_path / "same", n_step=3, gamma=0.9)  # the same value: taken
+def test_an_n_step_or_gamma_other_than_the_algorithms_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(TinyQ, "gamma", 0.9, raising=False)  # the algorithm's discount and n-step
+    monkeypatch.setattr(TinyQ, "n_step", 3, raising=False)
+    with pytest.raises(rlcore.ConfigError, match=r"^hooks.replay_buffer.gamma: 0.5 differs from the algorithm's gamma \(0.9\)"):
+        make_trainer(tmp_path, gamma=0.5)
+    with pytest.raises(rlcore.ConfigError, match=r"^hooks.replay_buffer.n_step: 5 differs from the algorithm's n_step \(3\)"):
+        make_trainer(tmp_path / "n", n_step=5)
+    _, hook, _ = make_trainer(tmp_path / "same", n_step=3, gamma=0.9)  # the same values: taken
+    assert (hook.n_step, hook.gamma) == (3, 0.9) and hook.nstep is not None
 
 
 def test_exploration_counts_the_trainers_frames(tmp_path):
