@@ -95,6 +95,8 @@ class EvaluationHook(EvaluationOptions, PluginHook):
     def rl_setup(self, trainer: Trainer) -> None:
         if self.env is None and getattr(trainer, "make_env", None) is None:
             raise ConfigError(f"{self.config_key}.{self.env_key}: {NO_ENV}")
+        if isinstance(self.env, str):  # an env id: made once now, so that a bad one is refused before training
+            self._make_env(trainer)[0].close()
         if self.policy is None and _policy(trainer) is None:
             raise ConfigError(f"{self.config_key}: the trainer has no policy to evaluate")
         if self.video:
@@ -196,7 +198,10 @@ class EvaluationHook(EvaluationOptions, PluginHook):
         env = self.env
         if isinstance(env, str):
             pm = getattr(trainer, "plugin_manager", None)
-            return rlcore.make_vector_env(env, 1, kwargs=kwargs, plugin_manager=pm), True
+            try:
+                return rlcore.make_vector_env(env, 1, kwargs=kwargs, plugin_manager=pm), True
+            except ConfigError as err:  # it names env.id, the run's env: say which option gave this one
+                raise ConfigError(f"{self.config_key}.{self.env_key}: {str(err).removeprefix('env.id: ')}") from None
         if isinstance(env, VectorEnvLike) and not callable(env):
             return env, False
         if env is None:

@@ -83,6 +83,13 @@ def test_no_env_to_evaluate_on_is_a_config_error(run_dir: Path) -> None:
         trainer.train()
 
 
+def test_an_unknown_env_id_is_refused_under_the_hooks_key_before_training(run_dir: Path) -> None:
+    trainer, _ = build_trainer(run_dir, {"evaluation": {"env": "CartPol-v1", "episodes": 1}}, total_frames=32)
+    with pytest.raises(rlcore.ConfigError, match=r"^hooks.evaluation.env: unknown env 'CartPol-v1' \(.*did you mean CartPole-v0, CartPole-v1\?\)$"):
+        trainer.train()
+    assert trainer.collected_frames == 0
+
+
 def test_kernel_evaluation_records_one_frame_per_action_of_the_first_episode(tmp_path: Path) -> None:
     policy = TinyLoss().policy
     recorder = VideoRecorder(tmp_path, prefix="eval", skip=2)
