@@ -56,10 +56,13 @@ def test_ckpt_backend_env_var_chooses_unless_the_config_does(toy_pm, monkeypatch
 def test_cli_bad_input_is_one_line_exit_2(with_plugins, tmp_path, rlctl):
     bad = tmp_path / "bad.yaml"
     bad.write_text("trainer: {total_frames: [1\n")
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("env:\n  id: CartPole-v1\nalgo:\n  name: toy\nenv:\n  num_envs: 2\n")  # the second env: would replace the first
     cases = [
         (["train", "--algo", "toy", "--set", "trainer.totl_frames=3"], "rlctl: error: unknown key trainer.totl_frames (valid choices:"),
         (["train", str(tmp_path / "missing.yaml")], "missing.yaml: cannot read config file"),
         (["train", str(bad)], "bad.yaml: not valid YAML at line"),
+        (["train", str(twice)], "twice.yaml: not valid YAML at line 5: duplicate key 'env' (first at line 1)"),
         (["train", "--algo", "toy", "--logger", "nope"], "loggers: unknown logger 'nope'"),
         (["--no-plugin", "rl-plugin-pg", "train", "--algo", "ppo"], "algorithm 'ppo' needs plugin 'pg' (rl-plugin-pg), which is blocked"),
         (["config", "show", "nope"], "algo.name: unknown algorithm 'nope'"),

@@ -158,7 +158,9 @@ def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any
 
 
 def yaml_loader() -> type:
-    """A YAML safe loader that reads numbers as people write them: ``3e-4``, ``1e6`` and ``1_000_000``.
+    """A YAML safe loader that reads numbers as people write them: ``3e-4``, ``1e6`` and ``1_000_000``, and
+    refuses a key given twice in one mapping (PyYAML keeps the last silently: a second ``env:`` section would
+    replace the first).
 
     PyYAML follows YAML 1.1, where a float needs a dot (``3.0e-4``) and ``1e6`` is a string.
     """
@@ -167,7 +169,16 @@ def yaml_loader() -> type:
     import yaml
 
     class Loader(yaml.SafeLoader):
-        pass
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            first: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+                if key in first and key != "<<":
+                    problem = f"duplicate key {key!r} (first at line {first[key] + 1})"
+                    raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
+                if key is not None:
+                    first.setdefault(key, key_node.start_mark.line)
+            return super().construct_mapping(node, deep)
 
     exponent = re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
     Loader.add_implicit_resolver("tag:yaml.org,2002:float", exponent, list("-+0123456789"))
