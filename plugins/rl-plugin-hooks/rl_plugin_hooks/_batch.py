@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tensordict import TensorDictBase
 
-from rlcore import TrainerHookBase
+from rlcore import ConfigError, TrainerHookBase
 
 from ._options import BatchSubSamplerOptions, SelectKeysOptions, as_key
 
@@ -29,13 +29,21 @@ class SelectKeys(SelectKeysOptions, TrainerHookBase):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.keys = [as_key(key) for key in self.keys]
+        self._name = "select_keys"
 
     def __call__(self, batch: TensorDictBase) -> TensorDictBase:
         """The batch with only :attr:`keys`.
 
         :param batch: the collected batch.
+        :raises rlcore.ConfigError: naming a key the batch does not have, and those it has.
         """
-        return batch.select(*self.keys)
+        try:
+            return batch.select(*self.keys)
+        except KeyError:
+            have = sorted(".".join(key) if isinstance(key, tuple) else key for key in batch.keys(include_nested=True, leaves_only=True))
+            missing = next(key for key in self.keys if key not in batch.keys(include_nested=True))
+            name = ".".join(missing) if isinstance(missing, tuple) else missing
+            raise ConfigError(f"hooks.{self._name}.keys: the batch has no key {name!r} (valid choices: {', '.join(have)})") from None
 
     def state_dict(self) -> dict[str, Any]:
         return {}
@@ -49,6 +57,7 @@ class SelectKeys(SelectKeysOptions, TrainerHookBase):
         :param trainer: the trainer.
         :param name: the name of its (empty) state in checkpoints.
         """
+        self._name = name
         trainer.register_op("batch_process", self)
         trainer.register_module(name, self)
 

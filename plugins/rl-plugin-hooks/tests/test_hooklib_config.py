@@ -89,6 +89,12 @@ def test_select_keys_and_batch_subsampler_by_name(tmp_path: Path, pm: rlcore.Plu
     assert {"select_keys", "batch_subsampler"} <= set(trainer.state_dict()["modules"])
 
 
+def test_select_keys_naming_a_key_the_batch_lacks_is_one_line(tmp_path: Path, pm: rlcore.PluginManager) -> None:
+    trainer = rlcore.build_trainer(_config("tiny", {"select_keys": {"keys": ["observation", "next.rewrd"]}}, 128), tmp_path / "run", plugin_manager=pm)
+    with pytest.raises(rlcore.ConfigError, match=r"^hooks.select_keys.keys: the batch has no key 'next.rewrd' \(valid choices: action, .*next.reward"):
+        trainer.train()
+
+
 def test_a_bad_optimizer_group_is_one_line_before_anything_runs(tmp_path: Path, pm: rlcore.PluginManager) -> None:
     hooks = {"optimizer_hook": {"groups": {"actor": {"params": ["policy.actor"]}}}}
     with pytest.raises(rlcore.ConfigError) as error:
