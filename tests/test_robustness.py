@@ -121,7 +121,9 @@ def test_a_failed_resume_leaves_the_run_exactly_as_it_was(tmp_path, capsys):
     assert cli(capsys, *PPO, "--out", str(run))[0] == 0
     before = snapshot(run)
     code, err = cli(capsys, "train", "--resume", str(run), "--set", "algo.hidden_sizes=[128,128]")
-    assert code == 2 and err.startswith("rlctl: error: --resume: the checkpoint does not fit this config (") and err.count("\n") == 1
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("rlctl: error: --resume: the checkpoint does not fit this config (Error(s) in loading state_dict for PolicyGradientLoss: "
+                          "size mismatch for ")  # fmt: skip  # (torch's second line: what does not fit)
     for change in (["--algo", "a2c"], ["--set", "algo.name=a2c"]):
         code, err = cli(capsys, "train", "--resume", str(run), *change)
         assert (code, err) == (2, f"rlctl: error: algo.name: the run in {run} has 'ppo'; resuming it with 'a2c' is refused\n")

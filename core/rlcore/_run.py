@@ -18,7 +18,7 @@ from ._config import CONFIG_FILE, check_config, flatten, resolve_config, save_co
 from ._distributed import Distributed, DistributedCheckpoint, from_environment
 from ._distributed import check_config as check_distributed
 from ._envs import env_states, load_env_states, make_vector_env
-from ._errors import ConfigError, PluginError, first_line
+from ._errors import ConfigError, PluginError
 from ._logger import generate_exp_name
 from ._markers import hookimpl
 from ._plugins import PluginManager, get_plugin_manager
@@ -368,7 +368,9 @@ def _resume(trainer: Trainer) -> Path | None:
     except CheckpointError:
         raise
     except (RuntimeError, KeyError, ValueError) as err:
-        raise ConfigError(f"--resume: the checkpoint does not fit this config ({first_line(err)})") from None
+        lines = [line.strip() for line in str(err).splitlines() if line.strip()] or [type(err).__name__]
+        detail = f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]  # torch's first line only heads its list
+        raise ConfigError(f"--resume: the checkpoint does not fit this config ({detail})") from None
     if trainer.collected_frames >= trainer.total_frames:
         warnings.warn(
             f"the run has {trainer.collected_frames} frames, trainer.total_frames is {trainer.total_frames}: nothing is left to train "
