@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rlcore import ConfigError, Logger, RunPath, hookimpl
+from rlcore._options import InsideRunDir
 from rlcore._rundir import inside
 
 HEADER = ("frames", "name", "value", "wall_time")
@@ -112,10 +113,11 @@ def read_metrics(run_dir: str | os.PathLike[str]) -> dict[str, tuple[list[int], 
 
     A damaged row is dropped with a warning naming its line, as the CSV logger does when a run is resumed.
 
-    :param run_dir: the run directory (its ``metrics.csv``, written by the ``csv`` logger).
+    :param run_dir: the run directory (its ``metrics.csv``, written by the ``csv`` logger; or the file its
+        ``config.yaml`` names in ``loggers.csv.filename``).
     :raises rlcore.ConfigError: naming the file, when it cannot be read or is not a metrics file.
     """
-    path = Path(run_dir) / METRICS_FILE
+    path = Path(run_dir) / _metrics_file(Path(run_dir))
     series: dict[str, tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
     try:
         with open(path, newline="", encoding="utf-8", errors="replace") as handle:
@@ -127,6 +129,18 @@ def read_metrics(run_dir: str | os.PathLike[str]) -> dict[str, tuple[list[int], 
     except OSError as err:
         raise ConfigError(f"{path}: cannot read metrics ({err.strerror or err})") from None
     return dict(series)
+
+
+def _metrics_file(run_dir: Path) -> str:
+    """The CSV logger's file of a run: ``loggers.csv.filename`` of its ``config.yaml``, else ``metrics.csv``."""
+    from rlcore._config import CONFIG_FILE, read_config_file
+
+    try:
+        csv_options = read_config_file(run_dir / CONFIG_FILE).get("loggers", {}).get("csv") or {}
+    except ConfigError:  # no config (a metrics file alone) or an unreadable one: the default name
+        return METRICS_FILE
+    filename = csv_options.get("filename") if isinstance(csv_options, dict) else None
+    return filename if isinstance(filename, str) and filename in InsideRunDir() else METRICS_FILE
 
 
 @hookimpl

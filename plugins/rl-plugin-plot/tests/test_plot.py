@@ -93,6 +93,14 @@ def test_command_is_listed_only_with_the_plugin_and_imports_nothing_heavy() -> N
     assert heavy == []
 
 
+def test_a_run_whose_csv_logger_wrote_another_file_is_read_from_it(tmp_path: Path) -> None:
+    write_run(tmp_path / "a", 1.0)
+    (tmp_path / "a" / "logs").mkdir()
+    (tmp_path / "a" / "metrics.csv").rename(tmp_path / "a" / "logs" / "m.csv")
+    (tmp_path / "a" / "config.yaml").write_text("loggers:\n  csv: {filename: logs/m.csv}\n")  # as rlctl saved it
+    assert read_metrics(tmp_path / "a")["train/episode_return"] == ([256 * step for step in range(1, 11)], [float(step) for step in range(1, 11)])
+
+
 def test_read_metrics_names_the_file_it_cannot_use(tmp_path: Path) -> None:
     write_run(tmp_path / "a", 1.0)
     frames, values = read_metrics(tmp_path / "a")["train/episode_return"]
