@@ -60,7 +60,7 @@ FIRST_PARTY: dict[str, dict[str, str]] = {
 #: The entry-point names of the first-party distributions (``rl-plugin-<name>``, one each under ``plugins/``,
 #: which a test keeps equal): a third-party entry point of the same name never takes it from them.
 FIRST_PARTY_PLUGINS = frozenset(
-    {"dqn", "envs", "hooks", "mlflow", "nets", "pg", "plot", "ray", "replay", "sac", "tensorboard", "torchsnapshot", "video", "wandb"}
+    {"dqn", "envs", "hooks", "mlflow", "nets", "pg", "plot", "ray", "replay", "sac", "td3", "tensorboard", "torchsnapshot", "video", "wandb"}
 )
 #: What a function named after a hook, without ``@hookimpl``, implements it with (pytest's rule for ``pytest_`` names).
 _PLAIN_IMPL = {"wrapper": False, "hookwrapper": False, "optionalhook": False, "tryfirst": False, "trylast": False, "specname": None}
