@@ -46,6 +46,14 @@ class OptimizerHook(OptimizerHookOptions, TrainerHookBase):
         #: its position among the optimizer hooks of its trainer (``grad_norm_<index>``)
         self.index = 0
         self._trainer: Callable[[], Trainer | None] = lambda: None
+        #: optimisation steps it may skip before its first step (a loss that gives its components only every few steps,
+        #: as TD3 its ``loss_actor``) until it is refused for components its loss module never gives (a misspelt name)
+        self.patience = 100
+        #: the config key its messages name (a group's, ``hooks.optimizer_hook.groups.<group>``, for a group's hook)
+        self.where = self.config_key
+        self._stepped = False
+        self._skipped = 0
+        self._skipped_on: list[str] = []  # the losses of the last step it skipped, none of them its own
 
     def __call__(
         self,
@@ -60,13 +68,15 @@ class OptimizerHook(OptimizerHookOptions, TrainerHookBase):
         :param clip_grad_norm: TorchRL's argument: by norm or by value; default the hook's, else its trainer's.
         :param clip_norm: TorchRL's argument: the threshold; default the hook's, else its trainer's, else no clipping.
         :param index: TorchRL's argument: names the logged norm; default the hook's :attr:`index`.
-        :return: ``{"grad_norm_<index>": the norm of its gradients before clipping}``.
+        :return: ``{"grad_norm_<index>": the norm of its gradients before clipping}``; nothing when the losses
+            hold none of its components (a step it skips: TD3's between two actor updates).
         """
         keys = list(losses_td.keys())
         chosen = [k for k in keys if (k in self.loss_components if self.loss_components is not None else k.startswith("loss"))]
         if not chosen:
-            wanted = self.loss_components or ["loss*"]
-            raise ValueError(f"OptimizerHook: none of {wanted} is in the losses (they are {', '.join(keys)})")
+            self._skipped, self._skipped_on = self._skipped + 1, keys
+            return {}
+        self._stepped = True
         loss = sum((losses_td[k] for k in chosen[1:]), losses_td[chosen[0]])
         params = [p for group in self.optimizer.param_groups for p in group["params"] if p.requires_grad]
         if not loss.requires_grad:
@@ -102,6 +112,16 @@ class OptimizerHook(OptimizerHookOptions, TrainerHookBase):
         _REGISTERED[trainer] = self.index + 1
         self._trainer = weakref.ref(trainer)
         trainer.register_op("optimizer", self)
+        trainer.register_op("post_steps", self._check_stepped)
+
+    def _check_stepped(self) -> None:
+        """After a batch: refuse a hook that has skipped :attr:`patience` steps and made none (its components are none of the losses')."""
+        if not self._stepped and self._skipped >= self.patience:
+            wanted = self.loss_components or ["loss*"]
+            raise ConfigError(
+                f"{self.where}.loss_components: none of {wanted} came in {self._skipped} optimisation steps "
+                f"(the losses are {', '.join(self._skipped_on)})"
+            )
 
 
 def _clip(params: list[torch.Tensor], clip_grad_norm: bool, clip_norm: float | None) -> torch.Tensor:
@@ -150,6 +170,7 @@ class OptimizerGroups(OptimizerGroupsOptions, TrainerHookBase):
             params = _select(named, options.params, f"{key}.params")
             optimizer = _make_optimizer(options, optim, params, key)
             hook = OptimizerHook(optimizer, options.loss_components, clip_grad_norm=options.clip_grad_norm, clip_norm=options.clip_norm)
+            hook.where = key
             hook.register(trainer, f"{name}.{group}")
             self.hooks[group] = hook
 

@@ -62,6 +62,37 @@ def test_two_optimizers_step_each_group_only_from_its_components(tmp_path: Path)
     assert [value for _, value in logged["optim/grad_norm_0"]] == pytest.approx(means, rel=1e-4)
 
 
+def test_a_hook_whose_components_never_come_is_refused_after_the_first_batch(tmp_path: Path) -> None:
+    loss = ActorCriticLoss()
+    trainer = actor_critic_trainer(tmp_path, loss)
+    hook = OptimizerHook(torch.optim.SGD(loss.critic.parameters(), lr=0.01), ["loss_critc"])
+    hook.patience = 4  # (100 steps by default)
+    hook.register(trainer, "critic_optimizer")
+    message = r"loss_components: none of \['loss_critc'\] came in 4 optimisation steps \(the losses are loss_actor, loss_critic\)"
+    with pytest.raises(rlcore.ConfigError, match=message):
+        trainer.train()
+    assert trainer.collected_frames == 64  # two batches of two steps
+
+
+def test_td3s_delayed_actor_with_an_optimizer_of_its_own(tmp_path: Path) -> None:
+    """TorchRL's TD3 recipe: an actor and a critic optimizer; the actor's skips the steps without ``loss_actor``."""
+    pytest.importorskip("rl_plugin_td3")
+    groups = {"actor": {"params": ["actor"], "loss_components": ["loss_actor"], "lr": 1e-4},
+              "critic": {"params": ["critic"], "loss_components": ["loss_qvalue"], "lr": 1e-3}}  # fmt: skip
+    config = rlcore.load_config(
+        overrides=["algo.name=td3", "algo.hidden_sizes=[16]", "algo.init_random_frames=32", "algo.policy_delay=2",
+                   "hooks.replay_buffer.batch_size=16", "trainer.total_frames=64", "trainer.progress_bar=false", "loggers.console=null"],
+        hooks={"optimizer_hook": {"groups": groups}},
+    )  # fmt: skip
+    trainer = rlcore.build_trainer(config, run_dir=tmp_path / "run")
+    trainer.train()
+    modules = trainer.state_dict()["modules"]
+    actor, critic = modules["optimizer_hook.actor"], modules["optimizer_hook.critic"]
+    steps = trainer.optim_steps  # one a frame from the 32nd on
+    assert steps == 33 and {s["step"].item() for s in critic["optimizer"]["state"].values()} == {steps}
+    assert {s["step"].item() for s in actor["optimizer"]["state"].values()} == {steps // 2}  # the actor on every second
+
+
 def test_each_optimizer_clips_its_own_gradients(tmp_path: Path) -> None:
     loss = ActorCriticLoss()
     trainer = actor_critic_trainer(tmp_path, loss, total_frames=32, clip_norm=1e-3)  # the trainer's threshold...
@@ -102,8 +133,7 @@ def test_torchrls_call_and_the_optimizers_state_through_a_checkpoint(tmp_path: P
     losses = loss(resumed.collector.collect())
     out = hooks[0](losses, True, 0.5, 3)  # TorchRL's signature: losses, clip_grad_norm, clip_norm, index
     assert list(out) == ["grad_norm_3"] and out["grad_norm_3"] > 0
-    with pytest.raises(ValueError, match=r"none of \['loss_value'\] is in the losses \(they are loss_actor, loss_critic\)"):
-        OptimizerHook(hooks[0].optimizer, ["loss_value"])(losses)
+    assert OptimizerHook(hooks[0].optimizer, ["loss_value"])(losses) == {}  # none of its components: no step (TD3's delayed actor)
     with pytest.raises(rlcore.ConfigError, match="loss_components: cannot be empty"):
         OptimizerHook(hooks[0].optimizer, [])
     resumed.collector.shutdown()
