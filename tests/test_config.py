@@ -53,6 +53,19 @@ def test_ckpt_backend_env_var_chooses_unless_the_config_does(toy_pm, monkeypatch
     assert config["checkpoint"]["backend"] == "torch"
 
 
+def test_yaml_merge_keys_are_no_duplicates_and_keys_of_other_types_differ(tmp_path):
+    import yaml
+
+    from rlcore._config import read_config_file
+
+    config = tmp_path / "merged.yaml"
+    config.write_text("common: &C {lr: 1.0, eps: 1}\ndefs:\n  fast: &A {<<: *C, lr: 2.0}\noptim: {<<: *A}\n")
+    assert read_config_file(config)["optim"] == {"lr": 2.0, "eps": 1}
+    assert yaml.load('{1: a, "1": b}', Loader=rlcore._config.yaml_loader()) == {1: "a", "1": "b"}
+    with pytest.raises(yaml.YAMLError, match="duplicate key 'b'"):
+        yaml.load("{a: {b: 1, b: 2}}", Loader=rlcore._config.yaml_loader())
+
+
 def test_cli_bad_input_is_one_line_exit_2(with_plugins, tmp_path, rlctl):
     bad = tmp_path / "bad.yaml"
     bad.write_text("trainer: {total_frames: [1\n")

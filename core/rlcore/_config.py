@@ -169,20 +169,35 @@ def yaml_loader() -> type:
     import yaml
 
     class Loader(yaml.SafeLoader):
-        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-            first: dict[Any, int] = {}
-            for key_node, _ in node.value:
-                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-                if key in first and key != "<<":
-                    problem = f"duplicate key {key!r} (first at line {first[key] + 1})"
-                    raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
-                if key is not None:
-                    first.setdefault(key, key_node.start_mark.line)
-            return super().construct_mapping(node, deep)
+        def construct_document(self, node: Any) -> Any:
+            _refuse_duplicate_keys(node, set())  # on the document as written, before merge keys (<<) are expanded
+            return super().construct_document(node)
 
     exponent = re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
     Loader.add_implicit_resolver("tag:yaml.org,2002:float", exponent, list("-+0123456789"))
     return Loader
+
+
+def _refuse_duplicate_keys(node: Any, seen: set[int]) -> None:
+    """Raise a YAML error at the second of two equal scalar keys of a mapping (same tag and text) in ``node``'s tree."""
+    import yaml
+
+    if id(node) in seen:  # an alias of a node already walked
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        first: dict[tuple[str, str], Any] = {}
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                mark = first.setdefault((key.tag, key.value), key.start_mark)
+                if mark is not key.start_mark:
+                    problem = f"duplicate key {key.value!r} (first at line {mark.line + 1})"
+                    raise yaml.constructor.ConstructorError(None, None, problem, key.start_mark)
+            _refuse_duplicate_keys(key, seen)
+            _refuse_duplicate_keys(value, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _refuse_duplicate_keys(item, seen)
 
 
 def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
