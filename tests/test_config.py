@@ -53,6 +53,14 @@ def test_ckpt_backend_env_var_chooses_unless_the_config_does(toy_pm, monkeypatch
     assert config["checkpoint"]["backend"] == "torch"
 
 
+def test_a_run_path_stays_inside_the_run_directory_and_off_its_own_entries():
+    from rlcore._options import InsideRunDir
+
+    inside = InsideRunDir()
+    assert all(path in inside for path in (".", "./x", "videos/eval", "sub/config.yaml", "metrics2.csv"))
+    assert not any(path in inside for path in ("", " ", "/abs", "../x", "a/../../x", "config.yaml", ".rlcore-run", "checkpoints", "checkpoints/a"))
+
+
 def test_yaml_merge_keys_are_no_duplicates_and_keys_of_other_types_differ(tmp_path):
     import yaml
 

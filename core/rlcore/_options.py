@@ -78,7 +78,7 @@ class InsideRunDir:
         from ._rundir import OWN_ENTRIES
 
         path = PurePath(value)
-        return bool(value.strip()) and not path.is_absolute() and ".." not in path.parts and path.parts[0] not in OWN_ENTRIES
+        return bool(value.strip()) and not path.is_absolute() and ".." not in path.parts and not (path.parts and path.parts[0] in OWN_ENTRIES)
 
 
 #: A path inside the run directory, relative to it (``metrics.csv``, ``videos/eval``).
