@@ -6,6 +6,7 @@ import logging
 import os
 import signal
 import socket
+import threading
 from typing import Any
 
 from rlcore import ConfigError, first_line
@@ -44,7 +45,8 @@ class Session:
             return cls(owned=False, address=None)
         address = address or os.environ.get("RAY_ADDRESS") or None
         quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
-        handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+        main_thread = threading.current_thread() is threading.main_thread()  # (elsewhere neither Ray nor Python sets handlers)
+        handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)} if main_thread else {}
         try:
             if address is not None:
                 _probe(address)
@@ -60,7 +62,7 @@ class Session:
             raise
         finally:  # Ray's core worker takes SIGTERM over (it aborts the process): the process's own handlers again
             for signum, handler in handlers.items():
-                if handler is not None:
+                if handler is not None:  # (set again even when getsignal still names it: Ray's handler is set in C)
                     signal.signal(signum, handler)
         return cls(owned=True, address=address)
 
