@@ -176,15 +176,18 @@ def make_cli(pm: PluginManager) -> click.Group:
         config = load_config(config_file, overrides=overrides, plugin_manager=pm, **sections)
         pm.warn_broken()
         starting = _interrupt_on_signals()
+        trainer = None
         try:
             trainer = build_trainer(config, run_dir=run_dir, plugin_manager=pm, resume=bool(resume), force=force)
+            received = _stop_on_signals(trainer)
         except KeyboardInterrupt:  # what was built is closed, a fresh run directory removed
+            if trainer is not None:
+                trainer.shutdown()
             signum = starting[0] if starting else signal.SIGINT
             _say(f"\nrlctl: {signal.Signals(signum).name}: stopped before training started")
             return SIGNAL_EXIT[signum]
         if trainer.resumed_from is not None:
             _say(f"rlctl: resumed from {trainer.resumed_from} at {trainer.collected_frames} frames")
-        received = _stop_on_signals(trainer)
         trainer.train()
         _say(f"rlctl: {trainer.collected_frames} frames, run directory {trainer.run_dir}")
         return SIGNAL_EXIT[received[0]] if received else EXIT_OK
@@ -232,8 +235,14 @@ def _describe(info: PluginInfo) -> str:
 
 def _interrupt_on_signals() -> list[int]:
     """While a run is built: SIGINT or SIGTERM interrupts the build (a ``KeyboardInterrupt``, so that what was
-    built is closed, a local Ray cluster stopped among them); the list receives the signal."""
+    built is closed, a local Ray cluster stopped among them); the list receives the signal.
+
+    Not under torchrun: a rank may wait in C for its peers while it is built, where a Python handler would
+    not run; SIGTERM's default (the process ends at once) stays, and torchrun ends the others.
+    """
     received: list[int] = []
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        return received
 
     def handler(signum: int, _frame: Any) -> None:
         received.append(signum)
