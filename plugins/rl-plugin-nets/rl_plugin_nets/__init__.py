@@ -14,6 +14,8 @@
 ``Activation``                 place; the activations by name, and the type of an ``activation`` option
 :func:`linear_parameter`       a weight or bias initialised as ``torch.nn.Linear``'s
 :class:`TwinQ`                 twin critics ``Q_i(s, a)`` computed together as batched matrix products
+:func:`continuous_control`,    an actor-critic over bounded continuous actions: its CNN, sizes and space
+:class:`ActionBounds`          checks; the map between the env's actions and ``[-1, 1]``
 :func:`is_image_space`,        whether a space is an image, and its layout ``(channels, height, width,
 :func:`image_layout`           channels_last)``
 ``NATURE``, ``SMALL``          the CNN presets: Nature's, and MinAtar's one-layer network for small images
@@ -64,6 +66,7 @@ class EncoderOptions:
 ENCODER_KEYS = tuple(EncoderOptions.__dataclass_fields__)
 
 if TYPE_CHECKING:
+    from ._actions import ActionBounds, continuous_control
     from ._cnn import CNN, NATURE, SMALL, NatureCNN
     from ._critics import TwinQ
     from ._encoders import ENCODERS, MLPEncoder, encoder_for, image_encoder
@@ -71,6 +74,8 @@ if TYPE_CHECKING:
     from ._spaces import ImageLayout, image_layout, is_image_space
 
 _LAZY = {
+    "ActionBounds": "._actions",
+    "continuous_control": "._actions",
     "CNN": "._cnn",
     "NATURE": "._cnn",
     "SMALL": "._cnn",
@@ -89,8 +94,9 @@ _LAZY = {
 }
 
 __all__ = [
-    "ACTIVATIONS", "CNN", "ENCODERS", "ENCODER_KEYS", "MLP", "NATURE", "SMALL", "Activation", "EncoderKind", "EncoderOptions",
-    "ImageLayout", "MLPEncoder", "NatureCNN", "TwinQ", "encoder_for", "image_encoder", "image_layout", "is_image_space", "linear_parameter",
+    "ACTIVATIONS", "CNN", "ENCODERS", "ENCODER_KEYS", "MLP", "NATURE", "SMALL", "ActionBounds", "Activation", "EncoderKind", "EncoderOptions",
+    "ImageLayout", "MLPEncoder", "NatureCNN", "TwinQ", "continuous_control", "encoder_for", "image_encoder", "image_layout", "is_image_space",
+    "linear_parameter",
 ]  # fmt: skip
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import torch
 
-from rl_plugin_nets import ENCODER_KEYS, TwinQ, image_encoder
+from rl_plugin_nets import TwinQ, continuous_control
 from rlcore import ConfigError, validate_options
 
 from . import SACOptions
@@ -29,18 +28,8 @@ def parse_options(config: Mapping[str, Any]) -> SACOptions:
 
 def build_loss(config: Mapping[str, Any], observation_space: Any, action_space: Any, device: str | torch.device = "cpu") -> SACLoss:
     """The SAC loss module for an env's spaces (see :func:`rl_plugin_sac.build_sac`)."""
-    from gymnasium import spaces
-
     opts = parse_options(config)
-    if not isinstance(action_space, spaces.Box) or len(action_space.shape) != 1:
-        raise ConfigError(f"algo.name: sac needs a one-dimensional Box action space, the env has {action_space}")
-    if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
-        raise ConfigError(f"algo.name: sac squashes actions into the bounds of the action space, which must be finite: {action_space}")
-    cnn = image_encoder(observation_space, **{key: getattr(opts, key) for key in ENCODER_KEYS})
-    if cnn is None and (not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1):
-        raise ConfigError(f"algo.name: sac needs a one-dimensional Box observation space or images, the env has {observation_space}")
-    obs_dim = int(cnn.out_dim if cnn is not None else observation_space.shape[0])
-    action_dim = int(action_space.shape[0])
+    cnn, obs_dim, action_dim = continuous_control("sac", opts, observation_space, action_space)
     actor = Actor(obs_dim, action_dim, opts.hidden_sizes, opts.activation, opts.log_std_min, opts.log_std_max)
     critic = TwinQ(obs_dim, action_dim, opts.hidden_sizes, opts.activation, encoder=cnn)
     return SACLoss(

@@ -12,7 +12,7 @@ env's bounds, rescaled to ``[-1, 1]`` for the critics; ``m`` steps for n-step tr
     loss_alpha  = -mean log_alpha * (log pi(a~|s) + target_entropy)     log pi detached
 
 The three losses have disjoint gradients (each reaches only its own parameters), so one
-optimizer step on their sum equals three separate steps of the same optimizer, as TorchRL's SAC
+optimizer step on their sum (unclipped, the default) equals three separate steps of the same optimizer, as TorchRL's SAC
 does: all three from the same parameters. ``Q'`` are the target critics, moved towards the
 critics by the ``target_updater`` hook (:meth:`SACLoss.target_networks`). With a prioritized
 buffer the critics' squared errors are weighted by the importance weights, and the larger of
@@ -33,7 +33,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rl_plugin_nets import TwinQ
+from rl_plugin_nets import ActionBounds, TwinQ
 from rl_plugin_replay import PRIORITY_KEY, WEIGHT_KEY, OffPolicyLoss, RandomWarmup, bootstrap_target, make_target
 
 from ._networks import Actor, SACPolicy
@@ -53,9 +53,6 @@ class SACLoss(OffPolicyLoss, nn.Module):
     :param init_random_frames: random actions and no learning for this many frames (read by the replay hook).
     """
 
-    center: torch.Tensor
-    half_range: torch.Tensor
-
     def __init__(
         self,
         actor: Actor,
@@ -70,19 +67,16 @@ class SACLoss(OffPolicyLoss, nn.Module):
         init_random_frames: int = 0,
     ) -> None:
         super().__init__()
-        low = torch.as_tensor(action_space.low, dtype=torch.float32)
-        high = torch.as_tensor(action_space.high, dtype=torch.float32)
+        self.bounds = ActionBounds(action_space)
         self.actor = actor
         self.critic = critic
         self.target_critic = make_target(critic)
-        self.policy = RandomWarmup(SACPolicy(actor, low, high, critic.encoder), action_space, init_random_frames)
+        self.policy = RandomWarmup(SACPolicy(actor, self.bounds, critic.encoder), action_space, init_random_frames)
         self.log_alpha = nn.Parameter(torch.tensor(math.log(init_alpha)), requires_grad=learn_alpha)
-        self.target_entropy = float(-low.numel() if target_entropy is None else target_entropy)
+        self.target_entropy = float(-action_space.shape[0] if target_entropy is None else target_entropy)
         self.gamma = gamma
         self.n_step = n_step
         self.init_random_frames = init_random_frames
-        self.register_buffer("center", (high + low) / 2, persistent=False)
-        self.register_buffer("half_range", (high - low) / 2, persistent=False)
 
     def target_networks(self) -> list[tuple[nn.Module, nn.Module]]:
         """``(critic, target_critic)``, for the ``target_updater`` hook."""
@@ -95,7 +89,7 @@ class SACLoss(OffPolicyLoss, nn.Module):
             ``td_error`` to log.
         """
         obs = self.critic.encode(batch.get("observation"))  # the observations, or the critics' encoder's features
-        action = (batch.get("action") - self.center) / self.half_range  # env bounds -> [-1, 1]
+        action = self.bounds.to_unit(batch.get("action"))  # env bounds -> [-1, 1]
         alpha = self.log_alpha.detach().exp()
 
         # the critics' target, from the target critics and a fresh action at s'

@@ -11,7 +11,7 @@ from tensordict import TensorDictBase
 from tensordict.nn import InteractionType, TensorDictModuleBase, interaction_type
 from torch import nn
 
-from rl_plugin_nets import MLP
+from rl_plugin_nets import MLP, ActionBounds
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _LOG_2 = math.log(2.0)
@@ -63,22 +63,18 @@ class SACPolicy(TensorDictModuleBase):
     """Acts with the actor: samples under ``InteractionType.RANDOM``, ``tanh(mean)`` otherwise; ``action`` in the env's bounds.
 
     :param actor: the actor.
-    :param low: the action space's lower bounds.
-    :param high: the action space's upper bounds.
+    :param bounds: the map from the actor's ``[-1, 1]`` to the env's bounds.
     :param encoder: the critics' encoder, which the actor reads observations through, or ``None``.
     """
 
     in_keys = ["observation"]
     out_keys = ["action"]
-    center: torch.Tensor
-    half_range: torch.Tensor
 
-    def __init__(self, actor: Actor, low: torch.Tensor, high: torch.Tensor, encoder: nn.Module | None = None) -> None:
+    def __init__(self, actor: Actor, bounds: ActionBounds, encoder: nn.Module | None = None) -> None:
         super().__init__()
         self.actor = actor
+        self.bounds = bounds
         self.encoder = encoder
-        self.register_buffer("center", (high + low) / 2, persistent=False)
-        self.register_buffer("half_range", (high - low) / 2, persistent=False)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         obs = tensordict.get("observation")
@@ -86,5 +82,5 @@ class SACPolicy(TensorDictModuleBase):
         if interaction_type() == InteractionType.RANDOM:  # a sample; acting needs no log-probability
             mean = mean + log_std.exp() * torch.randn_like(mean)  # as in sample()
         unit = torch.tanh(mean)
-        tensordict.set("action", torch.addcmul(self.center, unit, self.half_range))
+        tensordict.set("action", self.bounds.to_env(unit))
         return tensordict

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import torch
 
-from rl_plugin_nets import ENCODER_KEYS, TwinQ, image_encoder
+from rl_plugin_nets import ActionBounds, TwinQ, continuous_control
 from rl_plugin_replay import GaussianNoise, OrnsteinUhlenbeck
 from rlcore import ConfigError, validate_options
 
@@ -58,24 +57,11 @@ def exploration(opts: TD3Options, policy: DeterministicPolicy, action_space: Any
 
 def build_loss(config: Mapping[str, Any], observation_space: Any, action_space: Any, device: str | torch.device = "cpu") -> TD3Loss:
     """The TD3 loss module for an env's spaces (see :func:`rl_plugin_td3.build_td3`)."""
-    from gymnasium import spaces
-
-    name = config.get("name") or "td3"
     opts = parse_options(config)
-    if not isinstance(action_space, spaces.Box) or len(action_space.shape) != 1:
-        raise ConfigError(f"algo.name: {name} needs a one-dimensional Box action space, the env has {action_space}")
-    if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
-        raise ConfigError(f"algo.name: {name} squashes actions into the bounds of the action space, which must be finite: {action_space}")
-    cnn = image_encoder(observation_space, **{key: getattr(opts, key) for key in ENCODER_KEYS})
-    if cnn is None and (not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1):
-        raise ConfigError(f"algo.name: {name} needs a one-dimensional Box observation space or images, the env has {observation_space}")
-    obs_dim = int(cnn.out_dim if cnn is not None else observation_space.shape[0])
-    action_dim = int(action_space.shape[0])
+    cnn, obs_dim, action_dim = continuous_control(config.get("name") or "td3", opts, observation_space, action_space)
     actor = Actor(obs_dim, action_dim, opts.hidden_sizes, opts.activation)
     critic = TwinQ(obs_dim, action_dim, opts.hidden_sizes, opts.activation, encoder=cnn, critics=2 if opts.twin else 1)
-    low = torch.as_tensor(action_space.low, dtype=torch.float32)
-    high = torch.as_tensor(action_space.high, dtype=torch.float32)
-    policy = exploration(opts, DeterministicPolicy(actor, low, high, critic.encoder), action_space)
+    policy = exploration(opts, DeterministicPolicy(actor, ActionBounds(action_space), critic.encoder), action_space)
     return TD3Loss(
         actor,
         critic,

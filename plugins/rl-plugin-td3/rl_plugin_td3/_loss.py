@@ -15,7 +15,8 @@ critics ``Q_i`` (TD3: 2, ``twin``; DDPG: 1), the deterministic actor ``mu`` and 
 (Fujimoto et al., 2018, Algorithm 1; ``twin=False, policy_delay=1, target_noise=0`` is DDPG,
 Lillicrap et al., 2016, with its target ``r + gamma Q'_1(s', mu'(s'))``.) The two losses reach
 disjoint parameters, so one step of the run's single optimizer on their sum is the two steps of
-TD3's two optimizers.
+TD3's two optimizers (unless ``trainer.clip_norm`` clips their gradients by one norm; the
+``optimizer_hook`` with an actor and a critic group clips each on its own).
 
 The delay. The run has one optimizer over all parameters, and the kernel sets every gradient to
 ``None`` before each backward pass (``zero_grad(set_to_none=True)``). On the steps where the actor
@@ -50,7 +51,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rl_plugin_nets import TwinQ
+from rl_plugin_nets import ActionBounds, TwinQ
 from rl_plugin_replay import PRIORITY_KEY, WEIGHT_KEY, OffPolicyLoss, bootstrap_target, make_target
 from rlcore import hookimpl
 
@@ -72,9 +73,6 @@ class TD3Loss(OffPolicyLoss, nn.Module):
     :param init_random_frames: random actions and no learning for this many frames (read by the replay hook).
     """
 
-    center: torch.Tensor
-    half_range: torch.Tensor
-
     def __init__(
         self,
         actor: Actor,
@@ -90,8 +88,7 @@ class TD3Loss(OffPolicyLoss, nn.Module):
         init_random_frames: int = 0,
     ) -> None:
         super().__init__()
-        low = torch.as_tensor(action_space.low, dtype=torch.float32)
-        high = torch.as_tensor(action_space.high, dtype=torch.float32)
+        self.bounds = ActionBounds(action_space)
         self.actor = actor
         self.critic = critic
         self.target_actor = make_target(actor)
@@ -105,8 +102,6 @@ class TD3Loss(OffPolicyLoss, nn.Module):
         self.init_random_frames = init_random_frames
         #: calls so far: critic updates (checkpointed, see :meth:`get_extra_state`)
         self.updates = 0
-        self.register_buffer("center", (high + low) / 2, persistent=False)
-        self.register_buffer("half_range", (high - low) / 2, persistent=False)
 
     def target_networks(self) -> list[tuple[nn.Module, nn.Module]]:
         """``(critic, target_critic)`` and ``(actor, target_actor)``, for the ``target_updater`` hook."""
@@ -119,7 +114,7 @@ class TD3Loss(OffPolicyLoss, nn.Module):
         """
         self.updates += 1
         obs = self.critic.encode(batch.get("observation"))  # the observations, or the critics' encoder's features
-        action = (batch.get("action") - self.center) / self.half_range  # env bounds -> [-1, 1]
+        action = self.bounds.to_unit(batch.get("action"))  # env bounds -> [-1, 1]
 
         # the critics' target: the target critics at the target actor's smoothed action
         with torch.no_grad():

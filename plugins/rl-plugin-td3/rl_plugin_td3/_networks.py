@@ -13,7 +13,7 @@ from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torch import nn
 
-from rl_plugin_nets import MLP
+from rl_plugin_nets import MLP, ActionBounds
 
 
 class Actor(MLP):
@@ -37,25 +37,21 @@ class DeterministicPolicy(TensorDictModuleBase):
     """Acts with the actor: ``action`` = the actor's, rescaled to the env's bounds; exploration wraps it.
 
     :param actor: the actor.
-    :param low: the action space's lower bounds.
-    :param high: the action space's upper bounds.
+    :param bounds: the map from the actor's ``[-1, 1]`` to the env's bounds.
     :param encoder: the critics' encoder, which the actor reads observations through, or ``None``.
     """
 
     in_keys = ["observation"]
     out_keys = ["action"]
-    center: torch.Tensor
-    half_range: torch.Tensor
 
-    def __init__(self, actor: Actor, low: torch.Tensor, high: torch.Tensor, encoder: nn.Module | None = None) -> None:
+    def __init__(self, actor: Actor, bounds: ActionBounds, encoder: nn.Module | None = None) -> None:
         super().__init__()
         self.actor = actor
+        self.bounds = bounds
         self.encoder = encoder
-        self.register_buffer("center", (high + low) / 2, persistent=False)
-        self.register_buffer("half_range", (high - low) / 2, persistent=False)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         obs = tensordict.get("observation")
         unit = self.actor(obs if self.encoder is None else self.encoder(obs))
-        tensordict.set("action", torch.addcmul(self.center, unit, self.half_range))
+        tensordict.set("action", self.bounds.to_env(unit))
         return tensordict

@@ -1,0 +1,69 @@
+"""Bounded continuous actions: what an actor-critic over a ``Box`` of actions is built from, and the map to ``[-1, 1]``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from ._cnn import CNN
+from ._encoders import image_encoder
+
+
+class ActionBounds(nn.Module):
+    """The affine map between a bounded ``Box``'s actions and ``[-1, 1]``, where tanh-squashed actors act.
+
+    Its two buffers are not saved in a ``state_dict`` (the action space gives them again).
+
+    :param action_space: a one-dimensional ``Box`` with finite bounds.
+    """
+
+    center: torch.Tensor
+    half_range: torch.Tensor
+
+    def __init__(self, action_space: Any) -> None:
+        super().__init__()
+        low = torch.as_tensor(action_space.low, dtype=torch.float32)
+        high = torch.as_tensor(action_space.high, dtype=torch.float32)
+        self.register_buffer("center", (high + low) / 2, persistent=False)
+        self.register_buffer("half_range", (high - low) / 2, persistent=False)
+
+    def to_unit(self, action: torch.Tensor) -> torch.Tensor:
+        """Env actions ``[..., action_dim]`` in ``[-1, 1]``."""
+        return (action - self.center) / self.half_range
+
+    def to_env(self, unit: torch.Tensor) -> torch.Tensor:
+        """Actions in ``[-1, 1]`` in the env's bounds."""
+        return torch.addcmul(self.center, unit, self.half_range)
+
+
+def continuous_control(name: str, options: Any, observation_space: Any, action_space: Any) -> tuple[CNN | None, int, int]:
+    """``(cnn, obs_dim, action_dim)`` of an actor-critic over bounded continuous actions: the CNN of image observations
+    (``None`` for vectors), the size of what the networks read (its features, or an observation), an action's size.
+
+    :param name: the algorithm's name, for the messages.
+    :param options: its ``algo`` options (:class:`~rl_plugin_nets.EncoderOptions` and more).
+    :param observation_space: the single env's observation space: a one-dimensional ``Box``, or images.
+    :param action_space: the single env's action space: a one-dimensional ``Box`` with finite bounds.
+    :raises rlcore.ConfigError: naming ``algo.name`` for spaces the algorithm does not handle, ``algo.<key>`` for a bad encoder option.
+    """
+    from gymnasium import spaces
+
+    from rlcore import ConfigError
+
+    from . import ENCODER_KEYS
+
+    if not isinstance(action_space, spaces.Box) or len(action_space.shape) != 1:
+        raise ConfigError(f"algo.name: {name} needs a one-dimensional Box action space, the env has {action_space}")
+    if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
+        raise ConfigError(f"algo.name: {name} squashes actions into the bounds of the action space, which must be finite: {action_space}")
+    cnn = image_encoder(observation_space, **{key: getattr(options, key) for key in ENCODER_KEYS})
+    if cnn is None and (not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1):
+        raise ConfigError(f"algo.name: {name} needs a one-dimensional Box observation space or images, the env has {observation_space}")
+    obs_dim = int(cnn.out_dim if cnn is not None else observation_space.shape[0])
+    return cnn, obs_dim, int(action_space.shape[0])
+
+
+__all__ = ["ActionBounds", "continuous_control"]
