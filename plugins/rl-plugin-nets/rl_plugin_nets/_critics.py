@@ -30,6 +30,8 @@ class TwinQ(nn.Module):
         self, obs_dim: int, action_dim: int, hidden_sizes: Sequence[int], activation: str = "relu", encoder: nn.Module | None = None, critics: int = 2
     ) -> None:
         super().__init__()
+        if critics < 1:
+            raise ValueError(f"critics must be >= 1, got {critics}")
         self.encoder = encoder
         self.critics = critics
         sizes = [obs_dim + action_dim, *hidden_sizes, 1]

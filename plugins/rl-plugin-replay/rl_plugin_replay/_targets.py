@@ -114,7 +114,12 @@ class _TargetUpdate(TrainerHookBase):
 
     @torch.no_grad()
     def init_(self) -> None:
-        """Copy the online networks into the targets now (TorchRL's ``init_``; the targets start as copies already)."""
+        """Copy the online networks into the targets now (TorchRL's ``init_``; the targets start as copies already).
+
+        :raises RuntimeError: before the updater has a loss module (given, or its trainer's at :meth:`register`).
+        """
+        if self._loss_module is None:
+            raise RuntimeError("init_() needs the loss module: give it to the updater, or register the updater first")
         online, target = _tensors(self._loss_module)
         torch._foreach_copy_(target, online)
 
@@ -151,8 +156,11 @@ class HardUpdate(_TargetUpdate):
     :param value_network_update_interval: TorchRL's name of ``interval``, which it replaces.
     """
 
-    def __init__(self, loss_module: Any = None, interval: int = 1, *, value_network_update_interval: int | None = None) -> None:
-        super().__init__(loss_module, interval if value_network_update_interval is None else value_network_update_interval)
+    def __init__(self, loss_module: Any = None, interval: int | None = None, *, value_network_update_interval: int | None = None) -> None:
+        if interval is not None and value_network_update_interval is not None:
+            raise ValueError("give interval or value_network_update_interval (its TorchRL name), not both")
+        given = interval if interval is not None else value_network_update_interval
+        super().__init__(loss_module, 1 if given is None else given)
 
     def _update(self) -> None:
         torch._foreach_copy_(self._target, self._online)

@@ -82,6 +82,10 @@ def test_torchrl_s_keywords_and_init_():
     assert torch.equal(flat(loss.target), flat(loss.net))
     with pytest.raises(ValueError, match="tau or eps"):
         SoftUpdate(loss, tau=0.1, eps=0.9)
+    with pytest.raises(ValueError, match="interval or value_network_update_interval"):
+        HardUpdate(loss, interval=5, value_network_update_interval=10)
+    with pytest.raises(RuntimeError, match="init_\\(\\) needs the loss module"):
+        HardUpdate().init_()
 
 
 def test_an_updater_made_before_the_module_moves_updates_the_moved_targets():
