@@ -57,14 +57,19 @@ class Session:
             where = f"cannot join the Ray cluster at {address!r}" if address else "cannot start a local Ray cluster"
             key = "collector.address" if address else "collector.num_cpus"
             raise ConfigError(f"{key}: {where} ({first_line(err)})") from None
-        except BaseException:  # interrupted (a signal while it starts): stop what it started
+        except BaseException as stop:  # interrupted (a signal while it starts): stop what it started
             ray.shutdown()
-            raise
+            # ray.init sets a SIGTERM handler of its own, sys.exit(15): the signal goes to the process's handler instead
+            if not (isinstance(stop, SystemExit) and stop.code == signal.SIGTERM and handlers):
+                raise
+        else:
+            return cls(owned=True, address=address)
         finally:  # Ray's core worker takes SIGTERM over (it aborts the process): the process's own handlers again
             for signum, handler in handlers.items():
                 if handler is not None:  # (set again even when getsignal still names it: Ray's handler is set in C)
                     signal.signal(signum, handler)
-        return cls(owned=True, address=address)
+        signal.raise_signal(signal.SIGTERM)
+        raise KeyboardInterrupt  # (a handler that ignored it: the start was stopped all the same)
 
     def cpus(self) -> float:
         """The CPUs the cluster has now."""
