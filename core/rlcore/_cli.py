@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from ._errors import ConfigError, RLCoreError, error_line
+from ._logger import Logger
 from ._plugins import ENV_PLUGINS, PluginInfo, PluginManager, _one_line, parse_names, where_failed
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -262,8 +263,10 @@ def _stop_on_signals(trainer: Any) -> list[int]:
             raise KeyboardInterrupt
         received.append(signum)
         _say(f"\nrlctl: {signal.Signals(signum).name}: finishing the batch and writing a checkpoint")
+        Logger.stopped_by_signal = True  # the loggers end their runs as killed (MLflow's KILLED, W&B's exit code 1)
         trainer.stop()
 
+    Logger.stopped_by_signal = False
     for signum in SIGNAL_EXIT:
         signal.signal(signum, handler)
     return received

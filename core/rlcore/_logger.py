@@ -102,13 +102,17 @@ class Logger:
         """Flush and release the backend; the logger is not used afterwards."""
         self.flush()
 
+    #: set while a run stops for a signal (``rlctl``'s SIGINT/SIGTERM handler): it ends ``"killed"``, checkpointed
+    stopped_by_signal = False
+
     @staticmethod
     def exit_status() -> str:
-        """How the run ends, for :meth:`close` to tell the backend: ``"finished"``, or ``"failed"`` (``"killed"`` for
-        ``KeyboardInterrupt``) when called while an exception propagates, as the trainer closes its loggers."""
+        """How the run ends, for :meth:`close` to tell the backend: ``"finished"``; ``"failed"`` when called while an
+        exception propagates, as the trainer closes its loggers; ``"killed"`` for a ``KeyboardInterrupt``, or a run
+        stopped by a signal (:attr:`stopped_by_signal`) after its last batch."""
         error = sys.exc_info()[1]
         if error is None:
-            return "finished"
+            return "killed" if Logger.stopped_by_signal else "finished"
         return "killed" if isinstance(error, KeyboardInterrupt) else "failed"
 
     def __repr__(self) -> str:

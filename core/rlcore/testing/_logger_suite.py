@@ -162,6 +162,18 @@ class LoggerConformance:
         assert status in (None, "failed"), f"a run closed during an exception is recorded as {status!r}"
         self._assert_read_back(logger, {"a": [(1, 1.0)]})
 
+    def test_close_after_a_signal_stopped_the_run(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A run stopped by SIGINT/SIGTERM (rlctl finishes its batch, checkpoints, then closes the loggers): marked killed."""
+        from rlcore import Logger
+
+        logger = self.make_logger(tmp_path / "run")
+        logger.log_scalar("a", 1.0, 1)
+        monkeypatch.setattr(Logger, "stopped_by_signal", True)  # what rlctl's signal handler sets
+        logger.close()
+        status = self.run_status(logger)
+        assert status in (None, "killed"), f"a run stopped by a signal is recorded as {status!r}"
+        self._assert_read_back(logger, {"a": [(1, 1.0)]})
+
     def test_resume_from_a_checkpoint(self, tmp_path: Path) -> None:
         """A new logger on the same run directory, told ``resume(3)``, after one that logged steps 1 to 5 (see :attr:`resume_mode`)."""
         interrupted = self.make_logger(tmp_path / "run")

@@ -36,7 +36,8 @@ class MemoryLogger(Logger):
         self.histograms: dict[str, list[tuple[int, Any]]] = {}
         #: ``{name: [(step, video, fps), ...]}`` of :meth:`log_video`
         self.videos: dict[str, list[tuple[int, Any, int]]] = {}
-        #: ``"finished"`` or ``"failed"`` once closed (failed: closed while an exception propagated)
+        #: once closed, :meth:`~rlcore.Logger.exit_status`: ``"finished"``, ``"failed"`` (closed while an exception
+        #: propagated) or ``"killed"`` (by a ``KeyboardInterrupt``, or after a signal stopped the run)
         self.status: str | None = None
 
     def log_scalar(self, name: str, value: float, step: int) -> None:
@@ -74,7 +75,5 @@ class MemoryLogger(Logger):
         return self.values[name][-1][1]
 
     def close(self) -> None:
-        import sys
-
         if self.status is None:
-            self.status = "finished" if sys.exc_info()[1] is None else "failed"
+            self.status = self.exit_status()

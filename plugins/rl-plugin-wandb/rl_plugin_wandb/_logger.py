@@ -25,6 +25,9 @@ from rlcore import Logger
 STEP_METRIC = "frames"
 
 
+#: the exit code a W&B run ends with: 0 finished, 1 failed, 130 killed (the shell's code of a run stopped by SIGINT)
+_EXIT_CODE = {"finished": 0, "failed": 1, "killed": 130}
+
 class WandbLogger(Logger):
     """Logs to one W&B run (``wandb.init(reinit="create_new")``, so other runs of the process are left alone).
 
@@ -105,8 +108,9 @@ class WandbLogger(Logger):
         self._log({name: wandb.Video(data, format="mp4")}, step)
 
     def close(self) -> None:
-        """Finish the run, with exit code 1 when called while an exception propagates (the trainer closes its
-        loggers in a ``finally`` block), so W&B marks it failed."""
+        """Finish the run with the exit code of :meth:`~rlcore.Logger.exit_status`: 1 when called while an exception
+        propagates (the trainer closes its loggers in a ``finally`` block), so W&B marks it failed; 130 for a run
+        stopped by a signal."""
         if not self._closed:
             self._closed = True
-            self.run.finish(exit_code=0 if self.exit_status() == "finished" else 1)
+            self.run.finish(exit_code=_EXIT_CODE[self.exit_status()])

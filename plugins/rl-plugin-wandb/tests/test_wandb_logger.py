@@ -76,7 +76,7 @@ class TestWandbLogger(LoggerConformance):
 
     def run_status(self, logger: WandbLogger) -> str:  # type: ignore[override]
         codes = [e.get("exit_code", 0) for e in of_type(records(logger), "exit")]
-        return "finished" if codes == [0] else "failed"
+        return {(0,): "finished", (130,): "killed"}.get(tuple(codes), "failed")
 
 
 class TestWandbPlugin(PluginConformance):
