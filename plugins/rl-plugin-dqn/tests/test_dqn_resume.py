@@ -11,9 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-
 import rlcore
+from rlcore.testing import assert_state_equal
 
 FRAMES = 2048
 ARGS = [
@@ -71,21 +70,6 @@ def final_state(run_dir: Path) -> dict:
     return state
 
 
-def assert_identical(a, b, where: str = "state") -> None:
-    if isinstance(a, torch.Tensor):
-        assert torch.equal(a, b), where
-    elif isinstance(a, dict):
-        assert a.keys() == b.keys(), where
-        for key in a:
-            assert_identical(a[key], b[key], f"{where}[{key!r}]")
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            assert_identical(x, y, f"{where}[{i}]")
-    else:
-        assert a == b, where
-
-
 def rows(run_dir: Path) -> list[tuple[str, str, str]]:
     with open(run_dir / "metrics.csv", newline="") as handle:
         return [(r["frames"], r["name"], r["value"]) for r in csv.DictReader(handle) if r["name"] != "perf/fps"]
@@ -114,5 +98,5 @@ def test_sigkill_then_resume_is_bit_identical_with_the_buffer(tmp_path):
     a, b = final_state(whole), final_state(killed)
     assert a["modules"]["replay_buffer"]["replay_buffer"]["storage"]["size"] == 1500  # the buffer wrapped around
     for part in ("loss_module", "optimizer", "modules", "collector", "counters"):
-        assert_identical(a[part], b[part], part)
+        assert_state_equal(a[part], b[part], part)
     assert rows(killed) == rows(whole)

@@ -15,7 +15,8 @@
 :func:`linear_parameter`       a weight or bias initialised as ``torch.nn.Linear``'s
 :class:`TwinQ`                 twin critics ``Q_i(s, a)`` computed together as batched matrix products
 :func:`continuous_control`,    an actor-critic over bounded continuous actions: its CNN, sizes and space
-:class:`ActionBounds`          checks; the map between the env's actions and ``[-1, 1]``
+:class:`ActionBounds`,         checks; the map between the env's actions and ``[-1, 1]``; the base of a
+:class:`ActorPolicy`           policy acting with such an actor
 :func:`is_image_space`,        whether a space is an image, and its layout ``(channels, height, width,
 :func:`image_layout`           channels_last)``
 ``NATURE``, ``SMALL``          the CNN presets: Nature's, and MinAtar's one-layer network for small images
@@ -66,7 +67,7 @@ class EncoderOptions:
 ENCODER_KEYS = tuple(EncoderOptions.__dataclass_fields__)
 
 if TYPE_CHECKING:
-    from ._actions import ActionBounds, continuous_control
+    from ._actions import ActionBounds, ActorPolicy, continuous_control
     from ._cnn import CNN, NATURE, SMALL, NatureCNN
     from ._critics import TwinQ
     from ._encoders import ENCODERS, MLPEncoder, encoder_for, image_encoder
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "ActionBounds": "._actions",
+    "ActorPolicy": "._actions",
     "continuous_control": "._actions",
     "CNN": "._cnn",
     "NATURE": "._cnn",
@@ -94,7 +96,7 @@ _LAZY = {
 }
 
 __all__ = [
-    "ACTIVATIONS", "CNN", "ENCODERS", "ENCODER_KEYS", "MLP", "NATURE", "SMALL", "ActionBounds", "Activation", "EncoderKind", "EncoderOptions",
+    "ACTIVATIONS", "CNN", "ENCODERS", "ENCODER_KEYS", "MLP", "NATURE", "SMALL", "ActionBounds", "Activation", "ActorPolicy", "EncoderKind", "EncoderOptions",
     "ImageLayout", "MLPEncoder", "NatureCNN", "TwinQ", "continuous_control", "encoder_for", "image_encoder", "image_layout", "is_image_space",
     "linear_parameter",
 ]  # fmt: skip

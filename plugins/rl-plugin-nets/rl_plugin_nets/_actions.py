@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from tensordict.nn import TensorDictModuleBase
 from torch import nn
 
 from ._cnn import CNN
@@ -39,6 +40,30 @@ class ActionBounds(nn.Module):
         return torch.addcmul(self.center, unit, self.half_range)
 
 
+class ActorPolicy(TensorDictModuleBase):
+    """What a policy of an actor in ``[-1, 1]`` holds: the actor, the map to the env's bounds, the encoder it reads through.
+
+    Subclasses write ``forward``: ``observation`` in, ``action`` (in the env's bounds) out.
+
+    :param actor: the actor.
+    :param bounds: the map from the actor's ``[-1, 1]`` to the env's bounds.
+    :param encoder: the critics' encoder, which the actor reads observations through, or ``None``.
+    """
+
+    in_keys = ["observation"]
+    out_keys = ["action"]
+
+    def __init__(self, actor: nn.Module, bounds: ActionBounds, encoder: nn.Module | None = None) -> None:
+        super().__init__()
+        self.actor = actor
+        self.bounds = bounds
+        self.encoder = encoder
+
+    def features(self, obs: torch.Tensor) -> torch.Tensor:
+        """What the actor reads of observations: the encoder's features, or the observations."""
+        return obs if self.encoder is None else self.encoder(obs)
+
+
 def continuous_control(name: str, options: Any, observation_space: Any, action_space: Any) -> tuple[CNN | None, int, int]:
     """``(cnn, obs_dim, action_dim)`` of an actor-critic over bounded continuous actions: the CNN of image observations
     (``None`` for vectors), the size of what the networks read (its features, or an observation), an action's size.
@@ -66,4 +91,4 @@ def continuous_control(name: str, options: Any, observation_space: Any, action_s
     return cnn, obs_dim, int(action_space.shape[0])
 
 
-__all__ = ["ActionBounds", "continuous_control"]
+__all__ = ["ActionBounds", "ActorPolicy", "continuous_control"]

@@ -8,10 +8,9 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 from tensordict import TensorDictBase
-from tensordict.nn import InteractionType, TensorDictModuleBase, interaction_type
-from torch import nn
+from tensordict.nn import InteractionType, interaction_type
 
-from rl_plugin_nets import MLP, ActionBounds
+from rl_plugin_nets import MLP, ActorPolicy
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _LOG_2 = math.log(2.0)
@@ -59,26 +58,15 @@ class Actor(MLP):
         return torch.tanh(u), log_prob
 
 
-class SACPolicy(TensorDictModuleBase):
+class SACPolicy(ActorPolicy):
     """Acts with the actor: samples under ``InteractionType.RANDOM``, ``tanh(mean)`` otherwise; ``action`` in the env's bounds.
 
-    :param actor: the actor.
-    :param bounds: the map from the actor's ``[-1, 1]`` to the env's bounds.
-    :param encoder: the critics' encoder, which the actor reads observations through, or ``None``.
+    ``SACPolicy(actor, bounds, encoder)``, as :class:`rl_plugin_nets.ActorPolicy`.
     """
-
-    in_keys = ["observation"]
-    out_keys = ["action"]
-
-    def __init__(self, actor: Actor, bounds: ActionBounds, encoder: nn.Module | None = None) -> None:
-        super().__init__()
-        self.actor = actor
-        self.bounds = bounds
-        self.encoder = encoder
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         obs = tensordict.get("observation")
-        mean, log_std = self.actor.forward(obs if self.encoder is None else self.encoder(obs))
+        mean, log_std = self.actor.forward(self.features(obs))
         if interaction_type() == InteractionType.RANDOM:  # a sample; acting needs no log-probability
             mean = mean + log_std.exp() * torch.randn_like(mean)  # as in sample()
         unit = torch.tanh(mean)

@@ -10,10 +10,8 @@ from collections.abc import Sequence
 
 import torch
 from tensordict import TensorDictBase
-from tensordict.nn import TensorDictModuleBase
-from torch import nn
 
-from rl_plugin_nets import MLP, ActionBounds
+from rl_plugin_nets import MLP, ActorPolicy
 
 
 class Actor(MLP):
@@ -33,25 +31,14 @@ class Actor(MLP):
         return torch.tanh(super().forward(obs))
 
 
-class DeterministicPolicy(TensorDictModuleBase):
+class DeterministicPolicy(ActorPolicy):
     """Acts with the actor: ``action`` = the actor's, rescaled to the env's bounds; exploration wraps it.
 
-    :param actor: the actor.
-    :param bounds: the map from the actor's ``[-1, 1]`` to the env's bounds.
-    :param encoder: the critics' encoder, which the actor reads observations through, or ``None``.
+    ``DeterministicPolicy(actor, bounds, encoder)``, as :class:`rl_plugin_nets.ActorPolicy`.
     """
-
-    in_keys = ["observation"]
-    out_keys = ["action"]
-
-    def __init__(self, actor: Actor, bounds: ActionBounds, encoder: nn.Module | None = None) -> None:
-        super().__init__()
-        self.actor = actor
-        self.bounds = bounds
-        self.encoder = encoder
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         obs = tensordict.get("observation")
-        unit = self.actor(obs if self.encoder is None else self.encoder(obs))
+        unit = self.actor(self.features(obs))
         tensordict.set("action", self.bounds.to_env(unit))
         return tensordict

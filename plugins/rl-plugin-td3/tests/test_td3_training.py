@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import rlcore
+from rlcore.testing import assert_state_equal
 
 
 def run_config(*overrides: str) -> dict:
@@ -139,21 +140,6 @@ def final_state(run_dir: Path) -> dict:
     return state
 
 
-def assert_identical(a, b, where: str = "state") -> None:
-    if isinstance(a, torch.Tensor):
-        assert torch.equal(a, b), where
-    elif isinstance(a, dict):
-        assert a.keys() == b.keys(), where
-        for key in a:
-            assert_identical(a[key], b[key], f"{where}[{key!r}]")
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            assert_identical(x, y, f"{where}[{i}]")
-    else:
-        assert a == b, where
-
-
 def rows(run_dir: Path) -> list[tuple[str, str, str]]:
     with open(run_dir / "metrics.csv", newline="") as handle:
         return [(r["frames"], r["name"], r["value"]) for r in csv.DictReader(handle) if r["name"] != "perf/fps"]
@@ -187,7 +173,7 @@ def test_cli_run_logs_the_metrics_and_a_killed_run_resumes_bit_identically(tmp_p
     for state in (a, b):  # the logged means not yet written hold the wall-clock frames per second
         state["counters"].get("pending_means", {}).pop("perf/fps", None)
     for part in ("loss_module", "optimizer", "modules", "collector", "counters"):
-        assert_identical(a[part], b[part], part)
+        assert_state_equal(a[part], b[part], part)
     assert rows(killed) == rows(whole)
 
 
