@@ -124,18 +124,10 @@ UPDATE_HOOKS = ("rl_process_optim_batch", "rl_post_loss", "rl_optimizer", "rl_po
 UPDATE_ROWS = ("loss forward", "backward", "optimizer step")
 
 
-def run_rlcore(algo: str, seed: int, frames: int, breakdown: bool = False, device: str = "cpu") -> dict[str, Any]:
-    """Train rl-core's ``algo`` with the pinned hyperparameters; return frames/s and the seconds to the threshold.
-
-    :param breakdown: profile the run (``trainer.profile``) and return the seconds of its optimisation steps
-        (sampling, losses, backward, optimizer, target update) as ``update_seconds``.
-    :param device: the trainer's device (the networks, and the replay buffer's storage with them).
-    """
-    import torch
-
+def rlcore_config(algo: str, seed: int, frames: int, profile: bool = False, device: str = "cpu") -> dict[str, Any]:
+    """rl-core's config of ``algo`` with the pinned hyperparameters, quiet (no console, no CSV, no checkpoints)."""
     import rlcore
 
-    torch.set_num_threads(1)
     if algo == "dqn":
         h = DQN
         overrides = [
@@ -165,8 +157,24 @@ def run_rlcore(algo: str, seed: int, frames: int, breakdown: bool = False, devic
             "hooks.target_updater.interval=1",
         ]  # fmt: skip
     quiet = ["trainer.progress_bar=false", "trainer.save_trainer_interval=1000000000", "loggers.csv=null", "loggers.console=null"]
-    quiet += [f"trainer.profile={str(breakdown).lower()}", f"trainer.device={device}"]
-    config = rlcore.load_config(overrides=[*overrides, f"trainer.total_frames={frames}", f"trainer.seed={seed}", *quiet])
+    quiet += [f"trainer.profile={str(profile).lower()}", f"trainer.device={device}"]
+    return rlcore.load_config(overrides=[*overrides, f"trainer.total_frames={frames}", f"trainer.seed={seed}", *quiet])
+
+
+def run_rlcore(algo: str, seed: int, frames: int, breakdown: bool = False, device: str = "cpu") -> dict[str, Any]:
+    """Train rl-core's ``algo`` with the pinned hyperparameters; return frames/s and the seconds to the threshold.
+
+    :param breakdown: profile the run (``trainer.profile``) and return the seconds of its optimisation steps
+        (sampling, losses, backward, optimizer, target update) as ``update_seconds``.
+    :param device: the trainer's device (the networks, and the replay buffer's storage with them).
+    """
+    import torch
+
+    import rlcore
+
+    torch.set_num_threads(1)
+    h = SETTINGS[algo]
+    config = rlcore_config(algo, seed, frames, breakdown, device)
     clock = Clock(h["threshold"])
 
     class Evaluate:
@@ -390,6 +398,34 @@ def matmul_floor(algo: str) -> tuple[int, float]:
     return count, (time.perf_counter() - tic) / 200 * count
 
 
+#: the profiler's names of the matrix products of the networks
+PRODUCTS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+
+
+def products_per_frame(algo: str, frames: int) -> tuple[float, float]:
+    """``(products, loop)``: ms per frame of rl-core's matrix products (their self time under ``torch.profiler``) and
+    of its whole loop (the same run, unprofiled), over a run of ``frames`` frames (seed 0; run in a fresh process)."""
+    import torch
+    from torch.profiler import profile
+
+    import rlcore
+
+    torch.set_num_threads(1)
+    seconds = []
+    for profiled in (False, True):
+        with tempfile.TemporaryDirectory() as run_dir:
+            trainer = rlcore.build_trainer(rlcore_config(algo, 0, frames), run_dir=run_dir)
+            tic = time.perf_counter()
+            if profiled:
+                with profile() as prof:
+                    trainer.train()
+            else:
+                trainer.train()
+            seconds.append(time.perf_counter() - tic)
+    products = sum(event.self_cpu_time_total for event in prof.key_averages() if event.key in PRODUCTS) / 1e6
+    return products / frames * 1e3, seconds[0] / frames * 1e3
+
+
 def report_breakdown(algo: str, rows: list[dict[str, Any]], device: str = "cpu") -> None:
     """Per frame: the optimisation steps and the rest of the loop, for each framework; and, on the CPU, the floor of the update's products."""
     print(f"\n### Where a frame's time goes, {algo.upper()} (seed {rows[0]['seed']}; rl-core profiled, SB3's train timed)\n")
@@ -405,6 +441,11 @@ def report_breakdown(algo: str, rows: list[dict[str, Any]], device: str = "cpu")
     per_update = floor * 1e3 * (rows[0]["updates"] / rows[0]["frames"])
     print(f"\nfloor: {count} products [{SETTINGS[algo]['batch_size']}, 256] x [256, 256] per update, {floor * 1e3:.2f} ms, "
           f"{per_update:.2f} ms per frame at this update-to-data ratio")  # fmt: skip
+    frames = rows[0]["frames"]
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        products, loop = pool.submit(products_per_frame, algo, frames).result()
+    print(f"rl-core's matrix products, all of them (torch.profiler's self time, a {frames}-frame run of seed 0): {products:.2f} ms per frame "
+          f"of its loop's {loop:.2f} ms unprofiled; 2x SB3 is {rows[1]['seconds'] / rows[1]['frames'] * 1e3 / 2:.2f} ms")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
