@@ -263,7 +263,7 @@ def _stop_on_signals(trainer: Any) -> list[int]:
             raise KeyboardInterrupt
         received.append(signum)
         _say(f"\nrlctl: {signal.Signals(signum).name}: finishing the batch and writing a checkpoint")
-        Logger.stopped_by_signal = True  # the loggers end their runs as killed (MLflow's KILLED, W&B's exit code 1)
+        Logger.stopped_by_signal = True  # the loggers end their runs as killed (MLflow's KILLED, W&B's exit code 130)
         trainer.stop()
 
     Logger.stopped_by_signal = False
