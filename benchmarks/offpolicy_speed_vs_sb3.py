@@ -402,28 +402,21 @@ def matmul_floor(algo: str) -> tuple[int, float]:
 PRODUCTS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
 
 
-def products_per_frame(algo: str, frames: int) -> tuple[float, float]:
-    """``(products, loop)``: ms per frame of rl-core's matrix products (their self time under ``torch.profiler``) and
-    of its whole loop (the same run, unprofiled), over a run of ``frames`` frames (seed 0; run in a fresh process)."""
+def products_per_update(algo: str, frames: int = 1000) -> float:
+    """ms per optimisation step of rl-core's matrix products: their self time under ``torch.profiler`` over a run of
+    ``frames`` frames (seed 0; run it in a fresh process)."""
     import torch
     from torch.profiler import profile
 
     import rlcore
 
     torch.set_num_threads(1)
-    seconds = []
-    for profiled in (False, True):
-        with tempfile.TemporaryDirectory() as run_dir:
-            trainer = rlcore.build_trainer(rlcore_config(algo, 0, frames), run_dir=run_dir)
-            tic = time.perf_counter()
-            if profiled:
-                with profile() as prof:
-                    trainer.train()
-            else:
-                trainer.train()
-            seconds.append(time.perf_counter() - tic)
+    with tempfile.TemporaryDirectory() as run_dir:
+        trainer = rlcore.build_trainer(rlcore_config(algo, 0, frames), run_dir=run_dir)
+        with profile() as prof:
+            trainer.train()
     products = sum(event.self_cpu_time_total for event in prof.key_averages() if event.key in PRODUCTS) / 1e6
-    return products / frames * 1e3, seconds[0] / frames * 1e3
+    return products / trainer.optim_steps * 1e3
 
 
 def report_breakdown(algo: str, rows: list[dict[str, Any]], device: str = "cpu") -> None:
@@ -441,11 +434,11 @@ def report_breakdown(algo: str, rows: list[dict[str, Any]], device: str = "cpu")
     per_update = floor * 1e3 * (rows[0]["updates"] / rows[0]["frames"])
     print(f"\nfloor: {count} products [{SETTINGS[algo]['batch_size']}, 256] x [256, 256] per update, {floor * 1e3:.2f} ms, "
           f"{per_update:.2f} ms per frame at this update-to-data ratio")  # fmt: skip
-    frames = rows[0]["frames"]
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        products, loop = pool.submit(products_per_frame, algo, frames).result()
-    print(f"rl-core's matrix products, all of them (torch.profiler's self time, a {frames}-frame run of seed 0): {products:.2f} ms per frame "
-          f"of its loop's {loop:.2f} ms unprofiled; 2x SB3 is {rows[1]['seconds'] / rows[1]['frames'] * 1e3 / 2:.2f} ms")  # fmt: skip
+        products = pool.submit(products_per_update, algo).result()
+    update = rows[0]["update_seconds"] / rows[0]["updates"] * 1e3
+    print(f"rl-core's matrix products, all of them (torch.profiler's self time over a 1000-frame run): {products:.2f} ms of the "
+          f"{update:.2f} ms of an update; 2x SB3 leaves {rows[1]['seconds'] / rows[1]['frames'] * 1e3 / 2:.2f} ms for a whole frame")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
