@@ -16,6 +16,7 @@ and the public API an off-policy loss builds on (DQN, SAC and third-party losses
 :class:`PrioritizedSampler`    :class:`SumTree` and writes importance weights under ``"_weight"``
 :class:`NStepReturns`          n-step transitions from collector batches
 :func:`bootstrap_target`       a sample's TD target ``r + gamma**m (1 - terminated) V(s')``, one-step or n-step
+:func:`critics_loss`           critics' squared TD errors of a sample, weighted and sending back priorities when prioritized
 :class:`ReplayBufferTrainer`   the hook: extend at ``batch_process``, sample at ``process_optim_batch``,
                                update priorities at ``post_loss`` (TorchRL's)
 :class:`HardUpdate`,           target-network updaters at ``post_optim``
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
     from ._buffer import ReplayBuffer, make_replay_buffer
     from ._exploration import EGreedy, GaussianNoise, LinearSchedule, OrnsteinUhlenbeck, RandomWarmup
     from ._hook import OffPolicyLoss, ReplayBufferTrainer
-    from ._nstep import NStepReturns, bootstrap_target
+    from ._nstep import NStepReturns, bootstrap_target, critics_loss
     from ._perf import flush_denormal
     from ._samplers import PrioritizedSampler, UniformSampler
     from ._storage import TensorStorage
@@ -69,6 +70,7 @@ _LAZY = {
     "SumTree": "._tree",
     "NStepReturns": "._nstep",
     "bootstrap_target": "._nstep",
+    "critics_loss": "._nstep",
     "ReplayBufferTrainer": "._hook",
     "OffPolicyLoss": "._hook",
     "HardUpdate": "._targets",
@@ -105,6 +107,7 @@ __all__ = [
     "TensorStorage",
     "UniformSampler",
     "bootstrap_target",
+    "critics_loss",
     "flush_denormal",
     "make_replay_buffer",
     "make_target",

@@ -24,7 +24,7 @@ from typing import Any, cast
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from ._keys import STEPS_KEY
+from ._keys import PRIORITY_KEY, STEPS_KEY, WEIGHT_KEY
 
 
 class NStepReturns:
@@ -124,3 +124,23 @@ def bootstrap_target(sample: TensorDictBase, gamma: float, next_value: torch.Ten
     discount = gamma if steps is None else gamma ** steps.reshape(shape)
     bootstrap = torch.where(sample.get(("next", "terminated")).reshape(shape), 0.0, discount)  # 0 where the episode terminated
     return torch.addcmul(sample.get(("next", "reward")).reshape(shape), bootstrap, next_value)
+
+
+def critics_loss(sample: TensorDictBase, q: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Critics' squared TD errors over a replay sample: each critic's mean, summed over the critics.
+
+    With a prioritized sample the errors are weighted by its importance weights, and the largest
+    ``|target - Q_i|`` of the critics goes back as each item's new priority (under ``PRIORITY_KEY``).
+
+    :param sample: the replay sample ``[B]``.
+    :param q: the critics' values of its actions, ``[K, B, 1]`` (``rl_plugin_nets.TwinQ``'s).
+    :param target: the TD targets, ``[B, 1]`` (:func:`bootstrap_target`).
+    :return: the loss, and ``|TD error|`` ``[B, 1]`` (the largest of the critics', detached) to log.
+    """
+    error = q - target
+    weight = sample.get(WEIGHT_KEY, None)
+    squared = error.pow(2) if weight is None else error.pow(2) * weight.reshape(1, -1, 1)
+    td_error = error.detach().abs().amax(0)
+    if weight is not None:  # a prioritized sample: send back new priorities
+        sample.set(PRIORITY_KEY, td_error.reshape(-1))
+    return squared.mean((1, 2)).sum(), td_error

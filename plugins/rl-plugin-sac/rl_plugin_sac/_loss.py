@@ -34,7 +34,7 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
 from rl_plugin_nets import ActionBounds, TwinQ
-from rl_plugin_replay import PRIORITY_KEY, WEIGHT_KEY, OffPolicyLoss, RandomWarmup, bootstrap_target, make_target
+from rl_plugin_replay import OffPolicyLoss, RandomWarmup, bootstrap_target, critics_loss, make_target
 
 from ._networks import Actor, SACPolicy
 
@@ -101,10 +101,8 @@ class SACLoss(OffPolicyLoss, nn.Module):
 
         # the twin critics (and their encoder)
         q = self.critic.forward(obs, action)  # [2, B, 1]
-        error = q - target
-        weight = batch.get(WEIGHT_KEY, None)
-        squared = error.pow(2) if weight is None else error.pow(2) * weight.reshape(1, -1, 1)
-        loss_qvalue = 0.5 * squared.mean((1, 2)).sum()
+        summed, td_error = critics_loss(batch, q, target)  # (weighted, and new priorities sent back, when prioritized)
+        loss_qvalue = 0.5 * summed
 
         # the actor, through the critics' (detached) weights, on the (detached) encoding
         obs = obs.detach()
@@ -115,9 +113,6 @@ class SACLoss(OffPolicyLoss, nn.Module):
         # the temperature
         loss_alpha = -(self.log_alpha * (log_pi.detach() + self.target_entropy)).mean()
 
-        td_error = error.detach().abs().amax(0)  # [B, 1]
-        if weight is not None:  # a prioritized sample: send back new priorities
-            batch.set(PRIORITY_KEY, td_error.reshape(-1))
         return TensorDict(
             {
                 "loss_qvalue": loss_qvalue,

@@ -52,7 +52,7 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
 from rl_plugin_nets import ActionBounds, TwinQ
-from rl_plugin_replay import PRIORITY_KEY, WEIGHT_KEY, OffPolicyLoss, bootstrap_target, make_target
+from rl_plugin_replay import OffPolicyLoss, bootstrap_target, critics_loss, make_target
 from rlcore import hookimpl
 
 from ._networks import Actor
@@ -128,14 +128,7 @@ class TD3Loss(OffPolicyLoss, nn.Module):
 
         # the critics (and their encoder)
         q = self.critic.forward(obs, action)  # [K, B, 1]
-        error = q - target
-        weight = batch.get(WEIGHT_KEY, None)
-        squared = error.pow(2) if weight is None else error.pow(2) * weight.reshape(1, -1, 1)
-        loss_qvalue = squared.mean((1, 2)).sum()
-
-        td_error = error.detach().abs().amax(0)  # [B, 1]
-        if weight is not None:  # a prioritized sample: send back new priorities
-            batch.set(PRIORITY_KEY, td_error.reshape(-1))
+        loss_qvalue, td_error = critics_loss(batch, q, target)  # (weighted, and new priorities sent back, when prioritized)
         out = {"loss_qvalue": loss_qvalue, "q_value": q.detach().mean(), "td_error": td_error.mean()}
 
         # the actor, every policy_delay-th call only, through the first critic's (detached) weights on the (detached) encoding
