@@ -27,13 +27,13 @@ from rlcore import ConfigError
 
 #: ``AtariVectorEnv`` options that rl-core sets itself
 _SET_HERE = ("game", "num_envs", "autoreset_mode", "batch_size")
-#: the registration's settings that ``AtariVectorEnv`` takes under the same name
+#: the registration's settings (besides ``game``) that ``AtariVectorEnv`` takes under the same name
 _FROM_SPEC = ("repeat_action_probability", "full_action_space", "max_num_frames_per_episode")
 
 
 def atari_settings(env_id: str) -> dict[str, Any] | None:
-    """The settings an ALE id's registration gives its game (sticky actions, the action set, the episode's frames), or
-    ``None`` for an id that is no ALE game (MinAtar's registrations name a game too)."""
+    """The game of an ALE id and the settings its registration gives it (sticky actions, the action set, the
+    episode's frames), or ``None`` for an id that is no ALE game (MinAtar's registrations name a game too)."""
     import gymnasium
 
     try:
@@ -42,7 +42,7 @@ def atari_settings(env_id: str) -> dict[str, Any] | None:
         return None
     if "game" not in spec.kwargs or not str(spec.entry_point).startswith("ale_py"):
         return None
-    return {key: spec.kwargs[key] for key in _FROM_SPEC if key in spec.kwargs}
+    return {key: spec.kwargs[key] for key in ("game", *_FROM_SPEC) if key in spec.kwargs}
 
 
 def ale_options(env_id: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -50,8 +50,6 @@ def ale_options(env_id: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
 
     :raises ConfigError: when the id is no ALE game, ale-py is missing, or an option is unknown.
     """
-    import gymnasium
-
     try:
         from ale_py.vector_env import AtariVectorEnv
     except ImportError as err:
@@ -63,7 +61,7 @@ def ale_options(env_id: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
     unknown = [key for key in kwargs if key not in options]
     if unknown:
         raise ConfigError(f"env.kwargs.{unknown[0]}: ale's AtariVectorEnv takes no such option (valid choices: {', '.join(options)})")
-    return {"game": gymnasium.spec(env_id).kwargs["game"], **settings, "reward_clipping": False, **kwargs}
+    return {**settings, "reward_clipping": False, **kwargs}
 
 
 def ale_vector_env(make_env: Callable[[], Any], num_envs: int, *, env_id: str = "", kwargs: Mapping[str, Any] | None = None, **_: Any) -> Any:
