@@ -272,8 +272,6 @@ class ImportPath(str):
         return ImportPath, (str(self),)
 
 
-
-
 def _callable(value: Any) -> tuple[bool, Any]:
     """A callable as it stands, or a string ``module:name`` naming one, as an :class:`ImportPath`."""
     if callable(value):
