@@ -69,6 +69,8 @@ class Collector:
     Batch keys (TorchRL's): ``observation``, what the policy writes (``action``,
     ``sample_log_prob``, ``state_value``, ...), ``("next", "observation")``, and
     ``("next", "reward" | "done" | "terminated" | "truncated")`` of shape ``[envs, time, 1]``.
+    A policy whose ``in_keys`` hold ``is_init`` (TorchRL's ``InitTracker`` key) is also given
+    ``is_init`` ``[envs, 1]``, true on the first step of each env's episode, and the batch keeps it.
 
     :param env: a ``gymnasium.vector.VectorEnv`` in ``SAME_STEP`` autoreset mode.
     :param policy: a ``tensordict.nn`` module reading ``observation`` and writing ``action``.
@@ -141,19 +143,23 @@ class Collector:
         batch_size = torch.Size([n])
         columns: dict[str, list[torch.Tensor]] = {}
         next_obs_list, rewards, raw_rewards, terminateds, truncateds = [], [], [], [], []
+        tracks_init = "is_init" in getattr(self.policy, "in_keys", ())
+        starts = self._episode_length == 0  # the envs whose next step begins an episode
         with torch.inference_mode(), set_interaction_type(InteractionType.RANDOM):
             for _ in range(self.steps_per_batch):
                 # the observation is on ``device`` already: nothing to move, nothing to wait for
-                observation = TensorDict({"observation": self._obs}, batch_size=batch_size, device=device, non_blocking=False)
-                step = self.policy(observation)
+                inputs = {"observation": self._obs}
+                if tracks_init:
+                    inputs["is_init"] = torch.as_tensor(starts, device=device).unsqueeze(-1)
+                step = self.policy(TensorDict(inputs, batch_size=batch_size, device=device, non_blocking=False))
                 for key, value in step.items():
                     columns.setdefault(key, []).append(value)
                 obs, reward, terminated, truncated, info = env.step(step["action"].cpu().numpy())
+                done = starts = terminated | truncated
                 for observer in self._observers:
-                    observer(env.render, terminated | truncated)
+                    observer(env.render, done)
                 self._obs = _to_tensor(obs, device)
                 if "final_obs" in info:  # an episode ended (SAME_STEP autoreset): obs holds the reset observation
-                    done = terminated | truncated
                     next_obs = obs.copy()
                     next_obs[done] = np.stack(info["final_obs"][done])
                     next_obs_list.append(_to_tensor(next_obs, device))

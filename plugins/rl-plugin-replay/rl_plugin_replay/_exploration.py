@@ -248,8 +248,9 @@ class GaussianNoise(_Exploration):
 class OrnsteinUhlenbeck(_Exploration):
     """Temporally correlated noise (an Ornstein-Uhlenbeck process per env) on a bounded continuous action.
 
-    The collector does not tell the policy where episodes begin, so each env's process runs on
-    across episodes (it forgets its past at rate ``theta``). Its state is checkpointed.
+    Each env's process starts again from ``mu`` where its episode begins: the module reads
+    ``is_init`` (TorchRL's ``InitTracker`` key, which ``rlcore.Collector`` gives a policy that
+    reads it); without it, the processes run on across episodes. Their state is checkpointed.
 
     :param policy: a deterministic policy writing ``action`` within the bounds.
     :param action_space: a bounded ``Box`` action space.
@@ -282,6 +283,7 @@ class OrnsteinUhlenbeck(_Exploration):
         self.theta, self.mu, self.dt = theta, mu, dt
         self.schedule = LinearSchedule(sigma, sigma if sigma_end is None else sigma_end, annealing_frames)
         self.noise: torch.Tensor | None = None  # [envs, *action_shape], created at the first step
+        self.in_keys = [*self.in_keys, "is_init"]
 
     def explore(self, tensordict: TensorDictBase, frame: int) -> TensorDictBase:
         action = tensordict.get("action")
@@ -289,6 +291,9 @@ class OrnsteinUhlenbeck(_Exploration):
             self.noise = torch.full_like(action, self.mu)
         elif self.noise.device != action.device:  # restored from a checkpoint, which loads on the CPU
             self.noise = self.noise.to(action.device)
+        is_init = tensordict.get("is_init", None)
+        if is_init is not None:  # [*batch, 1]: the envs whose episode begins with this step
+            self.noise = torch.where(is_init.reshape(*action.shape[: tensordict.ndim], *[1] * len(self.action_shape)), self.mu, self.noise)
         sigma = self.schedule(frame)
         self.noise = self.noise + self.theta * (self.mu - self.noise) * self.dt + sigma * math.sqrt(self.dt) * torch.randn_like(action)
         noisy = action + 0.5 * (self.high - self.low) * self.noise

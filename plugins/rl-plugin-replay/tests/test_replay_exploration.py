@@ -6,8 +6,9 @@ import gymnasium
 import pytest
 import torch
 from tensordict import TensorDict
-from tensordict.nn import InteractionType, TensorDictModuleBase, set_interaction_type
+from tensordict.nn import InteractionType, TensorDictModule, TensorDictModuleBase, set_interaction_type
 
+import rlcore
 from rl_plugin_replay import EGreedy, GaussianNoise, LinearSchedule, OrnsteinUhlenbeck, RandomWarmup
 
 
@@ -100,3 +101,36 @@ def test_ou_noise_is_correlated_and_checkpointed():
     assert torch.equal(a, act(other, 1))
     with pytest.raises(ValueError, match="Discrete"):
         EGreedy(Constant(False), BOX)
+
+
+def test_ou_noise_starts_again_with_each_episode():
+    """``is_init`` (the collector's, for a policy that reads it) sets an env's process back to ``mu``; the others run on."""
+    policy = OrnsteinUhlenbeck(Constant(False), BOX, theta=0.15, sigma=0.3, dt=0.01)
+    assert "is_init" in policy.in_keys
+
+    def step(is_init: list[bool]) -> torch.Tensor:
+        td = TensorDict({"observation": torch.zeros(2, 3), "is_init": torch.tensor(is_init).unsqueeze(-1)}, batch_size=[2])
+        with set_interaction_type(InteractionType.RANDOM):
+            return policy(td)["action"]
+
+    torch.manual_seed(0)
+    for _ in range(50):
+        step([False, False])
+    before = policy.noise.clone()
+    torch.manual_seed(1)
+    step([True, False])
+    torch.manual_seed(1)
+    fresh = 0.3 * 0.1 * torch.randn(2, 2)  # one step from mu = 0: theta * (mu - 0) * dt vanishes
+    assert torch.allclose(policy.noise[0], fresh[0])
+    assert torch.allclose(policy.noise[1], before[1] - 0.15 * before[1] * 0.01 + fresh[1])
+
+
+def test_ou_noise_restarts_at_episode_starts_in_a_real_collector():
+    """``rlcore.Collector`` gives ``is_init`` true at the first step of every episode, the batch keeps it."""
+    env = rlcore.make_vector_env("Pendulum-v1", 2, kwargs={"max_episode_steps": 5})
+    still = TensorDictModule(lambda obs: torch.zeros(obs.shape[0], 1), ["observation"], ["action"])
+    collector = rlcore.Collector(env, OrnsteinUhlenbeck(still, env.single_action_space, sigma=0.3), 2 * 12)
+    batch = collector.collect()
+    assert batch["is_init"][:, :, 0].tolist() == [[True, False, False, False, False] * 2 + [True, False]] * 2
+    assert torch.equal(batch["is_init"][:, 1:], batch["next", "done"][:, :-1])
+    assert collector.collect()["is_init"][:, :, 0].tolist() == [[False, False, False, True, False, False, False, False, True, False, False, False]] * 2
