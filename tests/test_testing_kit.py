@@ -13,7 +13,7 @@ import pytest
 import rlcore
 from rlcore import TrainerHookBase, hookimpl
 from rlcore.hookspecs import LIFECYCLE_HOOKS, LOOP_HOOKS
-from rlcore.testing import HookRecorder, MemoryLogger, make_trainer
+from rlcore.testing import HookRecorder, MemoryLogger, kill_and_resume, make_trainer
 
 
 def test_the_kit_is_a_pytest_plugin_of_rl_core() -> None:
@@ -284,3 +284,14 @@ def test_a_trainer_hook_whose_hook_methods_its_register_leaves_out_is_refused(rl
             trainer.register_plugin(self, f"hooks.{name}")
 
     assert rl_make_trainer(hooks={"mixed": Registered()}).plugin_manager.has_plugin("hooks.mixed")
+
+
+def test_kill_and_resume_kills_a_run_and_wants_it_seeded(tmp_path: Path) -> None:
+    """The killed run is killed for real (SIGKILL, its checkpoints left); runs without one seed cannot be compared."""
+    pytest.importorskip("rl_plugin_pg")
+    args = ["train", "--algo", "ppo", "--env", "CartPole-v1", "--frames", "2048", "--set", "collector.frames_per_batch=256",
+            "--set", "trainer.save_trainer_interval=256", "--set", "loggers.console=null"]  # fmt: skip
+    with pytest.raises(AssertionError, match=r"drew different seeds .*--seed N"):
+        kill_and_resume(tmp_path, args, kill_after=512, env={"RLCORE_PLUGINS": "rl-plugin-pg"})
+    frames = sorted(int(p.name[5:17]) for p in (tmp_path / "resumed" / "checkpoints").glob("ckpt-*"))
+    assert 512 in frames and frames[-1] < 2048  # killed after its checkpoint at 512 frames, before the end

@@ -10,6 +10,9 @@ its fixtures are at hand in any test of an environment where rl-core is installe
 - ``rl_install_plugin(project_dir)``: pip-installs a plugin project as a real distribution and
   returns its ``rlctl plugins list --json`` entry.
 
+Resume checks: :func:`kill_and_resume` runs ``rlctl`` twice side by side, kills one with SIGKILL
+after a checkpoint and resumes it; :func:`last_checkpoint` and :func:`assert_state_equal` compare them.
+
 Conformance suites, subclassed in a test module with the implementation's own factory:
 :class:`LoggerConformance`, :class:`CheckpointBackendConformance`, :class:`PluginConformance`.
 
@@ -22,7 +25,7 @@ from __future__ import annotations
 import pytest
 
 # the suites' asserts get pytest's detailed messages (an editable install is not rewritten by itself)
-pytest.register_assert_rewrite("rlcore.testing._backend_suite", "rlcore.testing._logger_suite", "rlcore.testing._plugin_suite")
+pytest.register_assert_rewrite("rlcore.testing._backend_suite", "rlcore.testing._logger_suite", "rlcore.testing._plugin_suite", "rlcore.testing._resume")
 
 from ._backend_suite import CheckpointBackendConformance, Damage  # noqa: E402
 from ._fixtures import rl_hook_recorder, rl_install_plugin, rl_logger, rl_make_trainer, rl_trainer  # noqa: E402
@@ -31,6 +34,7 @@ from ._logger_suite import LoggerConformance, Scalars  # noqa: E402
 from ._memory import MemoryLogger  # noqa: E402
 from ._plugin_suite import PluginConformance  # noqa: E402
 from ._recorder import HookCall, HookRecorder  # noqa: E402
+from ._resume import KilledRun, kill_and_resume, last_checkpoint  # noqa: E402
 from ._state import assert_state_equal, realistic_state  # noqa: E402
 from ._trainer import make_trainer  # noqa: E402
 
@@ -39,12 +43,15 @@ __all__ = [
     "Damage",
     "HookCall",
     "HookRecorder",
+    "KilledRun",
     "Listing",
     "LoggerConformance",
     "MemoryLogger",
     "PluginConformance",
     "Scalars",
     "assert_state_equal",
+    "kill_and_resume",
+    "last_checkpoint",
     "make_trainer",
     "pip_install",
     "realistic_state",

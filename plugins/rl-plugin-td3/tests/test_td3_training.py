@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import csv
-import os
 import random
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 import torch
 
 import rlcore
-from rlcore.testing import assert_state_equal
+from rlcore.testing import assert_state_equal, kill_and_resume, last_checkpoint
 
 
 def run_config(*overrides: str) -> dict:
@@ -118,63 +111,24 @@ METRICS = (
     "train/buffer_size",
     "train/update_to_data",
     "train/episode_return",
-    "perf/fps",
 )
 
 
-def train(run_dir: Path, *extra: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "RLCORE_PLUGINS": "rl-plugin-td3,rl-plugin-replay,rl-plugin-nets"}
-    return subprocess.Popen(
-        [sys.executable, "-m", "rlcore", *ARGS, "--out", str(run_dir), *extra],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def final_state(run_dir: Path) -> dict:
-    factory = rlcore.get_plugin_manager().factory("checkpoint_backends", "torch")
-    path, state = factory(directory=run_dir / "checkpoints", keep_last=20).load()
-    assert path.name.startswith(f"ckpt-{FRAMES:012d}")
-    return state
-
-
-def rows(run_dir: Path) -> list[tuple[str, str, str]]:
-    with open(run_dir / "metrics.csv", newline="") as handle:
-        return [(r["frames"], r["name"], r["value"]) for r in csv.DictReader(handle) if r["name"] != "perf/fps"]
-
-
 def test_cli_run_logs_the_metrics_and_a_killed_run_resumes_bit_identically(tmp_path):
-    whole, killed = tmp_path / "whole", tmp_path / "killed"
-    reference = train(whole)
-    victim = train(killed)
-    first = 50 * random.randint(3, 9)  # after the learning started (100 frames), OU noise and the delay under way
-    deadline = time.time() + 120
-    while time.time() < deadline and not any(p.name.startswith(f"ckpt-{first:012d}") for p in (killed / "checkpoints").glob("ckpt-*")):
-        if victim.poll() is not None:
-            break
-        time.sleep(0.02)
-    time.sleep(random.uniform(0.0, 0.1))
-    victim.send_signal(signal.SIGKILL)
-    victim.wait(timeout=30)
-    assert reference.wait(timeout=240) == 0, reference.stderr.read()
+    # killed after the learning started (100 frames), OU noise and the delay under way
+    env = {"RLCORE_PLUGINS": "rl-plugin-td3,rl-plugin-replay,rl-plugin-nets"}
+    runs = kill_and_resume(tmp_path, ARGS, kill_after=50 * random.randint(3, 9), env=env, timeout=240, delay=0.1)
+    whole_metrics, resumed_metrics = runs.metrics()
+    assert set(METRICS) <= set(whole_metrics), set(METRICS) - set(whole_metrics)
+    assert resumed_metrics == whole_metrics
 
-    logged = {name for _, name, _ in rows(whole)} | {"perf/fps"}
-    assert set(METRICS) <= logged, set(METRICS) - logged
-
-    resumed = train(killed, "--resume", str(killed))
-    _, err = resumed.communicate(timeout=240)
-    assert resumed.returncode == 0, err
-    assert "resumed from" in err
-
-    a, b = final_state(whole), final_state(killed)
+    (path, a), (_, b) = last_checkpoint(runs.whole), last_checkpoint(runs.resumed)
+    assert path.name.startswith(f"ckpt-{FRAMES:012d}")
     assert a["loss_module"]["_extra_state"] == {"updates": FRAMES - 100 + 1}  # the delay's clock is checkpointed
     for state in (a, b):  # the logged means not yet written hold the wall-clock frames per second
         state["counters"].get("pending_means", {}).pop("perf/fps", None)
     for part in ("loss_module", "optimizer", "modules", "collector", "counters"):
         assert_state_equal(a[part], b[part], part)
-    assert rows(killed) == rows(whole)
 
 
 def test_targets_moving_on_other_steps_than_the_actor_is_said(tmp_path):
