@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from rlcore import ConfigError, Range, check_device, hookimpl, lazy_getattr
 
-from ._keys import INDEX_KEY, PRIORITY_KEY, STEPS_KEY, WEIGHT_KEY
+from ._keys import INDEX_KEY, PRIORITY_KEY, STEPS_KEY, TRANSITION_KEYS, WEIGHT_KEY
 
 if TYPE_CHECKING:
     from ._buffer import ReplayBuffer, make_replay_buffer
@@ -192,6 +192,9 @@ def replay_buffer(
         f"{key}.init_random_frames",
         f"expected an integer >= 0, got {init_random_frames!r}",
     )
+    for excluded in exclude_keys:
+        why = f"{excluded!r} is part of the transitions every off-policy loss reads ({', '.join(TRANSITION_KEYS)}); leave out other keys only, such as pixels"
+        _check(excluded not in TRANSITION_KEYS, f"{key}.exclude_keys", why)
     cpu = device in (None, "cpu")
     _check(not memmap or cpu, f"{key}.memmap", f"memory-mapped storage lives on the CPU, not on {device!r}")
     if device is not None:

@@ -10,3 +10,5 @@ WEIGHT_KEY = "_weight"
 PRIORITY_KEY = "td_error"
 #: steps between ``observation`` and ``("next", "observation")`` of an n-step transition (TorchRL's name)
 STEPS_KEY = "steps_to_next_obs"
+#: the batch keys of a transition, which every off-policy loss reads (``next`` holds the next observation, reward and ends)
+TRANSITION_KEYS = ("observation", "action", "next")

@@ -44,6 +44,8 @@ def test_bad_options_are_one_clear_line(options, message):
         rl_plugin_replay.target_updater(kind="polyak")  # the factory checks too, when called from Python
     with pytest.raises(rlcore.ConfigError, match=r"replay_buffer\.sampler: unknown value 'rank'"):
         rl_plugin_replay.replay_buffer(sampler="rank")
+    with pytest.raises(rlcore.ConfigError, match=r"^hooks.replay_buffer.exclude_keys: 'observation' is part of the transitions every off-policy loss reads"):
+        rl_plugin_replay.replay_buffer(exclude_keys=("pixels", "observation"))
 
 
 THIRD_PARTY = textwrap.dedent(
