@@ -136,6 +136,12 @@ def test_a_failed_resume_leaves_the_run_exactly_as_it_was(tmp_path, capsys):
     code, err = cli(capsys, "train", str(run / "config.yaml"), "--resume", str(run))
     assert code == 2 and err.endswith("--resume continues the run with its own config (RUN_DIR/config.yaml): give no CONFIG, and --set to change a value (rlctl train --help)\n")
     assert snapshot(run) == before
+    config = (run / "config.yaml").read_text()
+    (run / "config.yaml").write_text(config.replace("num_envs: 8", "num_envs: 4"))  # edited by hand: the checkpoint says otherwise
+    code, err = cli(capsys, "train", "--resume", str(run))
+    assert (code, err) == (2, "rlctl: error: --resume: the checkpoint does not fit this config (the checkpoint's collector ran 8 envs, env.num_envs is 4)\n")
+    (run / "config.yaml").write_text(config)
+    assert snapshot(run) == before
     code, err = cli(capsys, "train", "--resume", str(run), "--frames", "768")
     assert code == 0 and "resumed from" in err and rows(run)[-1]["frames"] == "768"
     code, err = cli(capsys, "train", "--resume", str(run), "--frames", "512")  # fewer than the run has

@@ -219,6 +219,9 @@ class Collector:
         """Restore :meth:`state_dict`; without saved envs, episodes restart (with a warning)."""
         from ._envs import base_env
 
+        saved = len(state["episode_length"])
+        if saved != self.num_envs:
+            raise ValueError(f"the checkpoint's collector ran {saved} envs, env.num_envs is {self.num_envs}")
         self._seed = None
         if state.get("envs") is None or state.get("observation") is None:
             base = base_env(self.env)
