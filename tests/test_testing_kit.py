@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import re
 import textwrap
+import types
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import gymnasium
 import pytest
 
 import rlcore
@@ -295,3 +297,49 @@ def test_kill_and_resume_kills_a_run_and_wants_it_seeded(tmp_path: Path) -> None
         kill_and_resume(tmp_path, args, kill_after=512, env={"RLCORE_PLUGINS": "rl-plugin-pg"})
     frames = sorted(int(p.name[5:17]) for p in (tmp_path / "resumed" / "checkpoints").glob("ckpt-*"))
     assert 512 in frames and frames[-1] < 2048  # killed after its checkpoint at 512 frames, before the end
+
+
+class Scale(gymnasium.vector.VectorWrapper):
+    """Rewards times ``factor``; counts its steps (its state, checkpointed)."""
+
+    def __init__(self, env: Any, factor: float) -> None:
+        super().__init__(env)
+        self.factor, self.steps = factor, 0
+
+    def step(self, actions: Any) -> Any:
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        self.steps += 1
+        return obs, reward * self.factor, terminated, truncated, info
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"steps": self.steps}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.steps = state["steps"]
+
+
+def scale(env: Any, factor: Annotated[float, rlcore.Range(gt=0)] = 1.0) -> Scale:
+    return Scale(env, factor)
+
+
+def counter(every: int = 1) -> Counter:
+    return Counter()
+
+
+def test_make_trainer_uses_the_wrappers_and_hooks_of_the_plugins_it_is_given(tmp_path: Path) -> None:
+    """A plugin module given to make_trainer registers before the env: its wrapper (options checked, state checkpointed) and hook by name."""
+    plugin = types.ModuleType("rl_plugin_scaling")
+    plugin.rl_register_env_wrappers = hookimpl(lambda: {"scale": scale})  # type: ignore[attr-defined]
+    plugin.rl_register_hooks = hookimpl(lambda: {"counter": counter})  # type: ignore[attr-defined]
+    recorder = HookRecorder()
+    trainer = make_trainer(tmp_path, plugins=[plugin, recorder], wrappers={"scale": {"factor": 0.5}}, hooks={"counter": {"every": 2}})
+    trainer.train()
+    assert all(call["batch"]["next", "reward"].eq(0.5).all() for call in recorder.of("batch_process"))
+    state = trainer._modules["env"].state_dict()
+    assert state == {"0:Scale": {"steps": 64}} and trainer._modules["counter"].count == 4
+    with pytest.raises(rlcore.ConfigError, match=r"^env.wrappers.scale.factor: "):
+        make_trainer(tmp_path / "b", plugins=[plugin], wrappers={"scale": {"factor": -1}})
+    with pytest.raises(rlcore.ConfigError, match=r"^unknown key hooks.counter.evry"):
+        make_trainer(tmp_path / "c", plugins=[plugin], hooks={"counter": {"evry": 2}})
+    with pytest.raises(rlcore.PluginError, match=r"^hooks.counter: 2 is neither an rlcore.TrainerHookBase nor an object with hook methods"):
+        make_trainer(tmp_path / "d", hooks={"counter": 2})

@@ -41,8 +41,9 @@ def make_vector_env(
         env = _vector_env(backend(make_one, num_envs, env_id=env_id, kwargs=kwargs), f"env.vectorization: {who}")
     for name, options in (wrappers or {}).items():
         wrapper = pm.factory("env_wrappers", name, key="env.wrappers")
+        values = validate_options(f"env.wrappers.{name}", wrapper, options or {}, ("env",))  # (as a config's are)
         with pm.making("env_wrappers", name) as who:
-            env = _vector_env(wrapper(env, **(options or {})), f"env.wrappers.{name}: {who}")
+            env = _vector_env(wrapper(env, **values), f"env.wrappers.{name}: {who}")
     return env
 
 

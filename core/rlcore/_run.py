@@ -222,7 +222,7 @@ def _build(config: dict[str, Any], run_dir: Path, pm: PluginManager, distributed
             trainer.register_plugin(schedule, "rlcore.lr_schedule")
         for name, options in config["hooks"].items():
             if options is not None:
-                _add_hook(trainer, pm, name, options)
+                add_hook(trainer, pm, name, options)
     except BaseException:
         if collector is not None:
             collector.shutdown()  # it owns the env (and a remote one its workers)
@@ -232,7 +232,7 @@ def _build(config: dict[str, Any], run_dir: Path, pm: PluginManager, distributed
     return trainer
 
 
-def _add_hook(trainer: Trainer, pm: PluginManager, name: str, options: dict[str, Any]) -> None:
+def add_hook(trainer: Trainer, pm: PluginManager, name: str, options: dict[str, Any]) -> None:
     """Make the hook ``name`` of the config's ``hooks`` section and add it to ``trainer``: a ``TrainerHookBase`` is
     ``register``-ed, any other object with hook implementations registered as a plugin of the run, under
     ``hooks.<name>`` (a name no installed plugin has: the scaffold names both alike).
@@ -253,9 +253,12 @@ def attach_hook(trainer: Trainer, hook: Any, name: str) -> None:
     """Add ``hook`` to ``trainer`` as a config's ``hooks.<name>`` is: a ``TrainerHookBase`` is ``register``-ed, any
     other object registered as a plugin under ``hooks.<name>``.
 
-    :raises PluginError: for a ``TrainerHookBase`` with hook methods that its ``register`` did not register (they would never run).
+    :raises PluginError: for an object that is neither, or a ``TrainerHookBase`` with hook methods that its ``register`` did
+        not register (they would never run).
     """
     if not isinstance(hook, TrainerHookBase):
+        if not _hook_methods(trainer.plugin_manager, hook):
+            raise PluginError(f"hooks.{name}: {hook!r:.60} is neither an rlcore.TrainerHookBase nor an object with hook methods")
         trainer.register_plugin(hook, f"hooks.{name}")
         return
     hook.register(trainer, name)

@@ -44,13 +44,15 @@ def make_trainer(
 
     :param run_dir: the run directory (checkpoints go to ``run_dir/checkpoints``).
     :param plugins: plugins of this trainer only (objects or modules with ``@rlcore.hookimpl``
-        functions), registered in order; a mapping gives their names.
-    :param hooks: ``{name: hook}``, as a config's ``hooks`` section builds them: a
-        :class:`rlcore.TrainerHookBase` is ``register``-ed under its name, anything else is registered as a plugin.
+        functions, a plugin's module among them), registered in order before anything is built: the
+        envs, env wrappers and hooks they register are there to use; a mapping gives their names.
+    :param hooks: ``{name: hook}``: options (a mapping) build the hook ``name`` that a plugin registers,
+        checked as a config's ``hooks`` section is; a :class:`rlcore.TrainerHookBase` is ``register``-ed
+        under ``name``, another object with hook methods registered as a plugin.
     :param env_id: a Gymnasium id (or a registered env); with the kit's loss, one with a flat observation and discrete actions.
     :param num_envs: envs stepped side by side (synchronously, their state checkpointed).
-    :param wrappers: ``{name: options}``, as a config's ``env.wrappers`` (wrappers of installed plugins
-        need a ``plugin_manager`` that has them, e.g. ``rlcore.get_plugin_manager()``).
+    :param wrappers: ``{name: options}``, as a config's ``env.wrappers``, of the ``plugins`` given (or of
+        a ``plugin_manager`` that has them, e.g. ``rlcore.get_plugin_manager()``); their state is checkpointed.
     :param loss_module: the loss module, with the ``policy`` the collector acts with; default the kit's
         tiny loss, which needs a flat observation and discrete actions.
     :param optimizer: the optimizer; default Adam (``lr=1e-2``) over the loss module's parameters.
@@ -61,8 +63,8 @@ def make_trainer(
         to read what was logged: the trainer may wrap the loggers it is given).
     :param checkpoint: ``True`` for the builtin torch backend in ``run_dir/checkpoints``, ``False`` for none,
         or a backend.
-    :param plugin_manager: the plugins the trainer starts from (and where the env is looked up);
-        default rl-core's builtins only, no installed plugin, so that the plugin under test runs alone.
+    :param plugin_manager: the plugins the trainer starts from (and where the env is looked up; left as it
+        is); default rl-core's builtins only, no installed plugin, so that the plugin under test runs alone.
     :param trainer_options: any other :class:`rlcore.Trainer` parameter; the kit's defaults are
         ``seed=0``, ``log_interval=1`` and ``progress_bar=False``.
     :return: the trainer, ready to ``train()``.
@@ -71,14 +73,24 @@ def make_trainer(
     import torch
 
     from .._collector import Collector
-    from .._envs import make_vector_env
-    from .._run import attach_hook
+    from .._envs import env_states, make_vector_env
+    from .._options import validate_options
+    from .._run import EnvState, add_hook, attach_hook
     from .._trainer import Trainer
     from ..builtins.torch_checkpoint import TorchCheckpointBackend
     from ._tiny import TinyLoss
 
     run_dir = Path(run_dir)
-    pm = plugin_manager if plugin_manager is not None else builtins_only()
+    pm = plugin_manager.copy() if plugin_manager is not None else builtins_only()
+    named = plugins.items() if isinstance(plugins, Mapping) else ((None, plugin) for plugin in plugins)
+    for name, plugin in named:  # before the env: the envs and wrappers they register are used
+        name = name or (plugin.__name__ if isinstance(plugin, ModuleType) else f"{type(plugin).__name__}-{id(plugin)}")
+        if pm.get_plugin(name) is plugin:  # one of plugin_manager's already
+            continue
+        if pm.has_plugin(name):  # (add_plugin would note the failure on the plugin that has the name)
+            raise ValueError(f"plugin name {name!r} is taken by another plugin; register this one under another name")
+        if not pm.add_plugin(plugin, name):
+            raise ValueError(f"plugin {name!r}: {pm.infos[name].status.removeprefix('error: ')}")
     env = make_vector_env(env_id, num_envs, wrappers=wrappers, plugin_manager=pm)
     obs_space, action_space = env.single_observation_space, env.single_action_space
     if loss_module is not None:
@@ -106,11 +118,14 @@ def make_trainer(
         run_dir=run_dir,
         **options,
     )
-    named = plugins.items() if isinstance(plugins, Mapping) else ((None, plugin) for plugin in plugins)
-    for name, plugin in named:
-        trainer.register_plugin(plugin, name or (plugin.__name__ if isinstance(plugin, ModuleType) else None))
+    if env_states(env):
+        trainer.register_module("env", EnvState(env))
     for name, hook in (hooks or {}).items():
-        attach_hook(trainer, hook, name)
+        if isinstance(hook, Mapping):  # options, as a config's hooks section gives them
+            factory = trainer.plugin_manager.factory("hooks", name, key="hooks")
+            add_hook(trainer, trainer.plugin_manager, name, validate_options(f"hooks.{name}", factory, hook))
+        else:
+            attach_hook(trainer, hook, name)
     return trainer
 
 
