@@ -50,6 +50,9 @@ def test_a_plugin_that_replaces_a_command_adds_none(intruder: Path, rlctl_bare: 
     listed = {p["name"]: p for p in json.loads(rlctl_bare("plugins", "list", "--json").stdout)}
     status = "error: rl_register_commands failed: ValueError: it replaces the command 'train'; add a command of another name"
     assert listed["intruder-command"]["status"] == status
+    result = rlctl_bare("--no-plugin", "intruder-csv", "config", "show", "ppo", "--env", "Boom-v0")  # its env is left out with its commands
+    assert result.returncode == 2 and "unknown env 'Boom-v0'" in result.stderr
+    assert f"plugin 'intruder-command' (rl-plugin-intruder) is not used: {status[7:]}" in result.stderr
 
 
 def test_a_plugin_name_to_load_must_be_installed(intruder: Path, rlctl_bare: Any) -> None:

@@ -310,8 +310,11 @@ def _install_hint(message: str) -> str | None:
 
 
 def build_cli(pm: PluginManager) -> click.Group:
-    """``rlctl`` with the kernel's commands and those the plugins of ``pm`` add (a plugin whose
-    ``rl_register_commands`` raises is marked broken, the others' commands stay)."""
+    """``rlctl`` with the kernel's commands and those the plugins of ``pm`` add.
+
+    A plugin whose ``rl_register_commands`` raises, or replaces a command, adds none and is left
+    out of the run (its other hooks, envs and hooks by name with it), as one whose registry hook fails.
+    """
     cli = make_cli(pm)
     for impl in pm.hook.rl_register_commands.get_hookimpls():
         before = dict(cli.commands)
@@ -319,11 +322,11 @@ def build_cli(pm: PluginManager) -> click.Group:
             impl.function(cli=cli)
             replaced = [name for name, command in before.items() if cli.commands.get(name) is not command]
             if replaced:
-                cli.commands.clear()  # the kernel's and earlier plugins' commands stay theirs, and this one adds none
-                cli.commands.update(before)
                 raise ValueError(f"it replaces the command {replaced[0]!r}; add a command of another name")
         except Exception as err:
-            pm.infos[impl.plugin_name].status = f"error: rl_register_commands failed: {_one_line(err)}"  # (one line: plugins list)
+            cli.commands.clear()  # the kernel's and earlier plugins' commands stay theirs, and this one adds none
+            cli.commands.update(before)
+            pm.leave_out(impl.plugin_name, f"rl_register_commands failed: {_one_line(err)}")
     return cli
 
 

@@ -324,14 +324,14 @@ class PluginManager(pluggy.PluginManager):
         if kind not in self._registries:
             broken: list[tuple[str, str]] = []
             found = collect(getattr(self.hook, KINDS[kind]), kind, lambda plugin, message: broken.append((plugin, message)))
-            if broken and any([self._leave_out(plugin, message) for plugin, message in broken]):
+            if broken and any([self.leave_out(plugin, message) for plugin, message in broken]):
                 self._registries.clear()  # (what they registered in other kinds goes too)
                 return self.registry(kind)
             self._registries[kind] = found
         return self._registries[kind]
 
-    def _leave_out(self, plugin: str, message: str) -> bool:
-        """A plugin whose registry hook failed takes no part: its hooks are unregistered, its status says why (warned once).
+    def leave_out(self, plugin: str, message: str) -> bool:
+        """A plugin whose registry hook or command failed takes no part: its hooks are unregistered, its status says why (warned once).
 
         :return: whether it was registered until now.
         """
@@ -339,6 +339,7 @@ class PluginManager(pluggy.PluginManager):
         registered = self.has_plugin(plugin)
         if registered:
             self.unregister(name=plugin)
+            self._registries.clear()  # (what it registered goes)
         if info.ok:
             info.status = f"error: {message}"
             self._warned.add(plugin)

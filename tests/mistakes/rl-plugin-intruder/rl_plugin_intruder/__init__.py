@@ -18,7 +18,12 @@ class takes_a_first_party_name:
 
 
 class replaces_train:
-    """Adds ``rlctl boom`` and replaces ``rlctl train``."""
+    """Adds ``rlctl boom``, replaces ``rlctl train``, and registers an env (left out with the plugin)."""
+
+    @staticmethod
+    @hookimpl
+    def rl_register_envs() -> Any:
+        return {"Boom-v0": intruder_env}
 
     @staticmethod
     @hookimpl
