@@ -119,6 +119,44 @@ def test_from_the_command_line(intruder: Path, tmp_path: Path, rlctl_bare: Any) 
     ]
 
 
+@pytest.mark.parametrize(
+    ("section", "where"),
+    [
+        ({"hooks": {"op_raises": {}}}, f"{BY} in rl_plugin_intruder._OpRaises.step at rl_post_steps: "),  # an op, not rlcore.ops.post_steps
+        ({"env": {"wrappers": {"breaks_in_step": {}}}}, f"{BY} in rl_plugin_intruder._breaks_in_step.<locals>.BreaksInStep.step: "),
+    ],
+)
+def test_an_error_in_a_plugins_code_names_the_plugin(intruder: Path, tmp_path: Path, section: dict[str, Any], where: str) -> None:
+    """Raised in an op, or in a wrapper's step (outside any hook call): the plugin whose code it came from is named."""
+    trainer = rlcore.build_trainer(config(**section), run_dir=tmp_path / "run", plugin_manager=runs_pm())
+    with pytest.raises((RuntimeError, ValueError), match="broke") as info:
+        trainer.train()
+    assert where_failed(info.value) == where
+
+
+def test_an_op_that_cannot_take_its_call_is_refused_when_registered(intruder: Path, tmp_path: Path) -> None:
+    with pytest.raises(TypeError) as info:
+        rlcore.build_trainer(config(hooks={"op_raises": {"arity_wrong": True}}), run_dir=tmp_path / "run", plugin_manager=runs_pm())
+    assert str(info.value).startswith("register_op('post_steps', _OpRaises.register.<locals>.<lambda>): it is called as op(), which its signature refuses")
+    assert where_failed(info.value) == f"{BY} making hook 'op_raises': "
+
+
+def test_a_name_of_a_plugin_not_loaded_says_which_are_installed_but_not_loaded(intruder: Path, tmp_path: Path, rlctl_bare: Any) -> None:
+    result = rlctl_bare("--plugin", "rl-plugin-pg", "train", "--algo", "ppo", "--out", str(tmp_path / "a"), "--set", "hooks.counts={}")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert result.stderr.startswith("rlctl: error: hooks: unknown hook 'counts' (valid choices: ")
+    assert "installed but not loaded in this run (--plugin, --no-plugin, RLCORE_PLUGINS): " in result.stderr
+    assert "intruder-factories (rl-plugin-intruder)" in result.stderr and "rl-plugin-dqn" not in result.stderr  # first-party ones say it otherwise
+
+
+def test_a_config_whose_plugin_is_gone_says_so_before_the_name_it_does_not_know(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("algo: {name: ppo}\nhooks: {counts: {}}\nplugins: {rl-plugin-gone: 1.0.0}\n")
+    gone = pytest.warns(UserWarning, match="the config was written with rl-plugin-gone 1.0.0, which is not installed")
+    with gone, pytest.raises(rlcore.ConfigError, match="unknown hook 'counts'"):
+        rlcore.load_config(config)
+
+
 def test_env_kwargs_of_a_registered_env_are_checked_against_its_factory(intruder: Path, tmp_path: Path) -> None:
     pm = runs_pm()
     with pytest.raises(rlcore.ConfigError, match=r"^env\.kwargs\.length: expected an integer >= 1, got 0$"):

@@ -110,7 +110,7 @@ def test_duplicate_names_are_a_clear_error(with_plugins):
 
 def test_missing_first_party_capability_names_the_distribution(with_plugins):
     pm = rlcore.PluginManager(discover=False)  # nothing installed
-    with pytest.raises(rlcore.ConfigError, match=r"algo.name: unknown algorithm 'ppo' \(valid choices: none installed\); install rl-plugin-pg for it"):
+    with pytest.raises(rlcore.ConfigError, match=r"algo.name: unknown algorithm 'ppo' \(valid choices: none loaded\); install rl-plugin-pg for it"):
         pm.factory("algorithms", "ppo", key="algo.name")
     blocked = rlcore.get_plugin_manager(only=["hookrecorder"])
     if "pg" in blocked.infos:  # rl-plugin-pg is installed in the development set-up

@@ -276,6 +276,7 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: Any) -> dict[str, An
     for kind in KINDS:  # a plugin whose registry hook fails takes no part in the run, whichever registry it is
         plugin_manager.registry(kind)
     recorded = user.get(PLUGINS_KEY) or {}
+    _check_recorded(recorded)  # first: a name the config uses may be unknown because its plugin is gone
     user = {k: v for k, v in user.items() if v is not None and k != PLUGINS_KEY}
     name = user.get("algo", {}).get("name", KERNEL_DEFAULTS["algo"]["name"])
     if not isinstance(name, str):
@@ -323,7 +324,6 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: Any) -> dict[str, An
     plugin_manager.factory("vectorizations", config["env"]["vectorization"], key="env.vectorization")
     source = "CKPT_BACKEND" if backend and config["checkpoint"]["backend"] == backend and "backend" not in user.get("checkpoint", {}) else None
     plugin_manager.factory("checkpoint_backends", config["checkpoint"]["backend"], key=source or "checkpoint.backend")
-    _check_recorded(recorded)
     config[PLUGINS_KEY] = participants(config, plugin_manager)
     return config
 

@@ -346,6 +346,15 @@ class PluginManager(pluggy.PluginManager):
             warnings.warn(f"plugin {plugin!r} ({info.distribution or '?'}) is not used: {message}", stacklevel=4)
         return registered
 
+    def note_origin(self, error: BaseException) -> None:
+        """Note on ``error`` the plugin whose code raised it (the innermost frame of its traceback in a plugin's code),
+        unless a hook call already named the plugin (see :func:`where_failed`): for what the loop calls outside
+        hooks, the loss module's forward and the envs' steps.
+
+        :param error: an error of the run.
+        """
+        _mark(error, self, None, "")
+
     def factory(self, kind: str, name: str, key: str | None = None) -> Any:
         """The factory registered under ``name``, or a one-line error naming what to install.
 
@@ -373,7 +382,12 @@ class PluginManager(pluggy.PluginManager):
         failed = [i for i in self.infos.values() if i.status.startswith(f"error: {KINDS[kind]} ")]
         if failed and not hint:
             hint = "; " + "; ".join(f"plugin {i.name!r} ({i.distribution or '?'}) could not register: {i.status[7:]}" for i in failed)
-        choices = ", ".join(sorted(n for n in registry if "*" not in n)) or "none installed"
+        unloaded = [
+            f"{_entry_name(i)} ({i.distribution})" for i in self.infos.values() if i.status == "blocked" and not first_party(_entry_name(i), i.distribution)
+        ]
+        if unloaded and not hint:  # (what they provide is not known without loading them)
+            hint = f"; installed but not loaded in this run (--plugin, --no-plugin, RLCORE_PLUGINS): {', '.join(unloaded)}"
+        choices = ", ".join(sorted(n for n in registry if "*" not in n)) or "none loaded"
         patterns = [n for n in registry if "*" in n]
         if patterns:
             choices += f", or a name of the form {' or '.join(patterns)}"
@@ -555,11 +569,39 @@ def _entry_name(info: PluginInfo) -> str:
     return info.name.removesuffix(f" ({info.distribution})")
 
 
-def _mark(error: BaseException, pm: PluginManager, plugin: str, doing: str) -> None:
-    """Note on ``error`` which plugin raised it doing what (``at rl_post_steps``, ``making hook 'x'``; the innermost one)."""
+def _mark(error: BaseException, pm: PluginManager, plugin: str | None, doing: str) -> None:
+    """Note on ``error`` which plugin raised it doing what (``at rl_post_steps``, ``making hook 'x'``; the innermost one).
+
+    The kernel's stand-ins (``rlcore.loss_module``, ``rlcore.ops.post_steps``, ...) and ``plugin=None`` (code the loop
+    calls outside hooks: the loss module, the envs) give way to the plugin whose code raised it, from its traceback.
+    """
     if getattr(error, "rlcore_where", None) is None and not isinstance(error, (KeyboardInterrupt, SystemExit)):
-        with contextlib.suppress(AttributeError):  # an exception type without a __dict__
-            error.rlcore_where = f"{_label(pm, plugin)} {doing}"  # type: ignore[attr-defined]
+        label = _label(pm, plugin) if plugin is not None else None
+        if plugin is None or plugin.startswith(f"{PROJECT}."):
+            label = _raised_in(pm, error) or label
+        if label is not None:
+            with contextlib.suppress(AttributeError):  # an exception type without a __dict__
+                error.rlcore_where = f"{label} {doing}".strip()  # type: ignore[attr-defined]
+
+
+def _raised_in(pm: PluginManager, error: BaseException) -> str | None:
+    """``plugin 'x' (rl-plugin-x) in module.function``: the innermost frame of ``error``'s traceback in a plugin's code."""
+    packages: dict[str, str] = {}  # a plugin's module -> its name (an installed plugin's before an object registered by a run)
+    for name, plugin in pm.list_name_plugin():
+        module = plugin.__name__ if inspect.ismodule(plugin) else getattr(plugin if inspect.isclass(plugin) else type(plugin), "__module__", "")
+        info = pm.infos.get(name)
+        if module.partition(".")[0] not in (PROJECT, "builtins") and (module not in packages or (info is not None and info.distribution)):
+            packages[module] = name
+    found = None
+    traceback = error.__traceback__
+    while traceback is not None:
+        frame = traceback.tb_frame
+        module = frame.f_globals.get("__name__", "")
+        owner = max((m for m in packages if module == m or module.startswith(f"{m}.")), key=len, default=None)
+        if owner is not None:
+            found = f"{_label(pm, packages[owner])} in {module}.{getattr(frame.f_code, 'co_qualname', frame.f_code.co_name)}"
+        traceback = traceback.tb_next
+    return found
 
 
 def _a(noun: str) -> str:

@@ -61,8 +61,11 @@ class _Ops:
 
     def __init__(self, point: HookPoint) -> None:
         self.ops: list[tuple[Callable[..., Any], dict[str, Any]]] = []
+        self.point = point
         name = f"rl_{point}"
         args = [a for a in inspect.signature(getattr(hookspecs, name)).parameters if a != "trainer"]
+        #: what each op is given before its keyword arguments (``batch``, ``losses`` or nothing)
+        self.given = args[:1]
         impl: Callable[..., Any]  # pluggy reads the argument names of these
         if name in hookspecs.DATA_HOOKS:
             impl = lambda batch: self._chain(batch)
@@ -75,6 +78,24 @@ class _Ops:
         else:
             impl = lambda batch: self._each(batch)
         setattr(self, name, hookimpl(impl))
+
+    def add(self, op: Callable[..., Any], kwargs: dict[str, Any]) -> None:
+        """Run ``op`` after the others, once it is known to accept what it is given.
+
+        :raises TypeError: naming the op, when its signature cannot take the call.
+        """
+        try:
+            signature = inspect.signature(op)
+        except (TypeError, ValueError):  # no signature to check (a builtin): it is called as it is
+            signature = None
+        if signature is not None:
+            try:
+                signature.bind(*self.given, **kwargs)
+            except TypeError as err:
+                call = ", ".join([*self.given, *(f"{k}=..." for k in kwargs)])
+                name = getattr(op, "__qualname__", repr(op))
+                raise TypeError(f"register_op({self.point!r}, {name}): it is called as op({call}), which its signature refuses ({err})") from None
+        self.ops.append((op, kwargs))
 
     def _chain(self, batch: Any) -> Any:
         for op, kwargs in self.ops:
@@ -321,13 +342,15 @@ class Trainer:
         :param op: called as TorchRL calls it: ``op(batch, **kwargs)`` at data, logging and
             ``post_loss`` points, ``op(losses, **kwargs)`` at ``optimizer``, ``op(**kwargs)`` otherwise.
         :param kwargs: extra keyword arguments for ``op``.
+        :raises ValueError: for an unknown hook point.
+        :raises TypeError: when ``op``'s signature cannot take the call it will get.
         """
         if dest not in HOOK_POINTS:
             raise ValueError(f"unknown hook point {dest!r}; valid choices: {', '.join(HOOK_POINTS)}")
         if dest not in self._ops:
             self._ops[dest] = _Ops(dest)
             self.plugin_manager.add_plugin(self._ops[dest], f"rlcore.ops.{dest}")
-        self._ops[dest].ops.append((op, kwargs))
+        self._ops[dest].add(op, kwargs)
 
     def register_module(self, module_name: str, module: Any) -> None:
         """Include ``module``'s ``state_dict`` in every checkpoint under ``module_name``."""
@@ -604,6 +627,7 @@ class Trainer:
             self._timed_save(force_save=True)
         except BaseException as err:
             failure = err
+            pm.note_origin(err)
             pm.call_each("rl_exception", trainer=self, exception=err)
             raise
         finally:

@@ -80,18 +80,55 @@ def intruder_env(length: Annotated[int, Range(ge=1)] = 5, render_mode: str | Non
     return gymnasium.make("CartPole-v1", max_episode_steps=length, render_mode=render_mode)
 
 
+class _OpRaises(rlcore.TrainerHookBase):
+    """An op that raises at its second call; or, with ``arity_wrong``, an op that takes what ``post_steps`` does not give."""
+
+    def __init__(self, arity_wrong: bool = False) -> None:
+        self.arity_wrong, self.calls = arity_wrong, 0
+
+    def register(self, trainer: Any, name: str) -> None:
+        trainer.register_op("post_steps", (lambda batch: None) if self.arity_wrong else self.step)
+
+    def step(self) -> None:
+        self.calls += 1
+        if self.calls == 2:
+            raise RuntimeError("op broke")
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        pass
+
+
+def _breaks_in_step(env: Any) -> Any:
+    """A wrapper whose step raises at the fifth step."""
+    import gymnasium
+
+    class BreaksInStep(gymnasium.vector.VectorWrapper):
+        steps = 0
+
+        def step(self, actions: Any) -> Any:
+            self.steps += 1
+            if self.steps == 5:
+                raise ValueError("wrapper broke")
+            return self.env.step(actions)
+
+    return BreaksInStep(env)
+
+
 class factories:
     """Hook and wrapper factories that return what they must not, and an env with a declared option."""
 
     @staticmethod
     @hookimpl
     def rl_register_hooks() -> Any:
-        return {"returns_none": lambda: None, "returns_int": lambda: 3, "raises": _raises, "typo": _Typo, "counts": _Counts}
+        return {"returns_none": lambda: None, "returns_int": lambda: 3, "raises": _raises, "typo": _Typo, "counts": _Counts, "op_raises": _OpRaises}
 
     @staticmethod
     @hookimpl
     def rl_register_env_wrappers() -> Any:
-        return {"returns_none": lambda env: None}
+        return {"returns_none": lambda env: None, "breaks_in_step": _breaks_in_step}
 
     @staticmethod
     @hookimpl
