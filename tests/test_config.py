@@ -183,10 +183,10 @@ def test_signal_finishes_the_batch_checkpoints_and_exits(with_plugins, tmp_path,
 
 def test_null_removes_a_default_logger_for_good(toy_pm, tmp_path):
     config = rlcore.load_config(plugin_manager=toy_pm, overrides=["algo.name=toy", "loggers.console=null"])
-    assert config["loggers"] == {"csv": {}, "console": None}
+    assert config["loggers"] == {"csv": {"filename": "metrics.csv"}, "console": None}  # (the defaults written out: the record pins them)
     trainer = rlcore.build_trainer(config, run_dir=tmp_path, plugin_manager=toy_pm)
     assert [type(logger.logger).__name__ for logger in trainer.loggers] == ["CSVLogger"]
-    assert yaml.safe_load((tmp_path / "config.yaml").read_text())["loggers"] == {"csv": {}, "console": None}
+    assert yaml.safe_load((tmp_path / "config.yaml").read_text())["loggers"] == {"csv": {"filename": "metrics.csv"}, "console": None}
 
 
 def test_algorithm_presets_apply_to_their_env_only(toy_pm):

@@ -148,6 +148,22 @@ def test_a_failed_resume_leaves_the_run_exactly_as_it_was(tmp_path, capsys):
     assert code == 0 and "rlctl: warning: the run has 768 frames, trainer.total_frames is 512: nothing is left to train" in err
 
 
+def test_the_run_record_pins_the_defaults_and_a_resume_may_name_them_or_not(tmp_path, capsys):
+    """config.yaml writes out every option of the run's wrappers, loggers and hooks; a resume that names the same
+    wrappers with fewer of their options (the defaults) continues, one that changes an option is refused."""
+    run = tmp_path / "run"
+    wrappers = "env.wrappers={frame_skip: {skip: 2}}"
+    assert cli(capsys, *PPO, "--out", str(run), "--set", wrappers, "--set", "hooks.evaluation={episodes: 2}")[0] == 0
+    recorded = yaml.safe_load((run / "config.yaml").read_text())
+    assert recorded["env"]["wrappers"] == {"frame_skip": {"skip": 2}}  # (its one option)
+    assert set(recorded["hooks"]["evaluation"]) > {"episodes", "record_interval", "video", "final"} and recorded["hooks"]["evaluation"]["episodes"] == 2
+    assert recorded["loggers"]["console"] is None and recorded["loggers"]["csv"] == {"filename": "metrics.csv"}
+    code, err = cli(capsys, "train", "--resume", str(run), "--frames", "768", "--set", wrappers)
+    assert code == 0 and "resumed from" in err
+    code, err = cli(capsys, "train", "--resume", str(run), "--set", "env.wrappers={frame_skip: {}}")  # skip 4, the default
+    assert code == 2 and err.startswith(f"rlctl: error: env.wrappers: the run in {run} has {{'frame_skip': {{'skip': 2}}}}; resuming it with ")
+
+
 # ----------------------------------------------------------------------------------- hostile plugins
 
 

@@ -160,7 +160,7 @@ def make_cli(pm: PluginManager) -> click.Group:
             from ._run import check_same_run
 
             given = apply_overrides({"algo": {"name": algo}, "env": {"id": env_id}}, overrides)  # (--set algo.name=... too)
-            check_same_run(Path(resume), given)
+            check_same_run(Path(resume), given, pm)
             run_dir = resume
             config_file = str(Path(resume) / CONFIG_FILE)
         sections: dict[str, Any] = {}

@@ -311,7 +311,7 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: Any) -> dict[str, An
         for entry, values in config[section].items():
             if values is not None:
                 factory = plugin_manager.factory(section, entry, key=section)
-                config[section][entry] = validate_options(f"{section}.{entry}", factory, values, ("exp_name", "log_dir"))
+                config[section][entry] = validate_options(f"{section}.{entry}", factory, values, ("exp_name", "log_dir"), defaults=True)
     for hook in algorithm.needs_hooks:
         if config["hooks"].get(hook) is None:
             import yaml
@@ -320,7 +320,7 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: Any) -> dict[str, An
             raise ConfigError(f"hooks.{hook}: {name} cannot train without it (its default: {default})")
     for entry, values in config["env"]["wrappers"].items():
         factory = plugin_manager.factory("env_wrappers", entry, key="env.wrappers")
-        config["env"]["wrappers"][entry] = validate_options(f"env.wrappers.{entry}", factory, values or {}, ("env",))
+        config["env"]["wrappers"][entry] = validate_options(f"env.wrappers.{entry}", factory, values or {}, ("env",), defaults=True)
     plugin_manager.factory("vectorizations", config["env"]["vectorization"], key="env.vectorization")
     source = "CKPT_BACKEND" if backend and config["checkpoint"]["backend"] == backend and "backend" not in user.get("checkpoint", {}) else None
     plugin_manager.factory("checkpoint_backends", config["checkpoint"]["backend"], key=source or "checkpoint.backend")

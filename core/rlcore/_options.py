@@ -135,6 +135,8 @@ def validate_options(
     target: Any,
     values: Mapping[str, Any],
     skip: Iterable[str] = (),
+    *,
+    defaults: bool = False,
 ) -> dict[str, Any]:
     """Check ``values`` against the options ``target`` declares and convert them to the declared types.
 
@@ -142,6 +144,8 @@ def validate_options(
     :param target: a dataclass type or a callable (see :func:`options_of`).
     :param values: ``{option: value}``.
     :param skip: parameters that the caller fills in itself (``exp_name``, ``env``, ...).
+    :param defaults: also give the defaults of the options ``values`` leaves out, in the declared order (those
+        that are plain YAML values: what a run's ``config.yaml`` records, so that it pins them).
     :return: the converted values.
     :raises ConfigError: for an unknown option, a missing required one, or a bad value.
     """
@@ -162,7 +166,19 @@ def validate_options(
     missing = [n for n, o in declared.items() if o.default is REQUIRED and n not in values]
     if missing:
         raise ConfigError(f"{key}.{missing[0]}: required (no default)")
+    if defaults:
+        implicit = {n: o.default for n, o in declared.items() if n not in out and o.default is not REQUIRED and _plain(o.default)}
+        out = {**{n: out.get(n, implicit.get(n)) for n in declared if n in out or n in implicit}, **out}
     return out
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is a plain YAML value (``None``, a bool, number or string, or lists and mappings of them)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_plain(item) for item in value)
+    return isinstance(value, Mapping) and all(isinstance(k, str) and _plain(v) for k, v in value.items())
 
 
 def check_value(key: str, value: Any, annotation: Any) -> Any:

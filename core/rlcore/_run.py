@@ -21,6 +21,7 @@ from ._envs import env_states, load_env_states, make_vector_env
 from ._errors import ConfigError, PluginError
 from ._logger import generate_exp_name
 from ._markers import hookimpl
+from ._options import validate_options
 from ._plugins import PluginManager, get_plugin_manager
 from ._rundir import CHECKPOINTS, RunDirectory, RunDirectoryError
 from ._trainer import Trainer, TrainerHookBase
@@ -126,7 +127,7 @@ def build_trainer(
     trainer = None
     try:
         if resume:
-            same_run = partial(check_same_run, path, config)
+            same_run = partial(check_same_run, path, config, pm)
             same_run() if distributed is None else distributed.on_main(same_run)
         trainer = _build(config, path, pm, distributed)
         if resume:
@@ -342,18 +343,29 @@ def make_collector(
 RESUME_KEEPS = (("algo", "name"), ("env", "id"), ("env", "num_envs"), ("env", "vectorization"), ("env", "wrappers"))
 
 
-def check_same_run(run_dir: Path, config: Mapping[str, Any]) -> None:
+def check_same_run(run_dir: Path, config: Mapping[str, Any], pm: PluginManager) -> None:
     """A resumed run keeps its algorithm and its envs (:data:`RESUME_KEEPS`).
 
     :param run_dir: the run resumed.
     :param config: the config it is resumed with (whole, or only the sections given).
+    :param pm: the plugins, whose wrappers' defaults count as given on both sides.
     :raises ConfigError: naming the first key whose value differs from the run's.
     """
     from ._config import read_config_file
 
+    def wrappers(pipeline: Any) -> Any:
+        if not isinstance(pipeline, Mapping):
+            return pipeline
+        declared = {name: pm.factory("env_wrappers", name, key="env.wrappers") for name in pipeline}
+        return {
+            name: validate_options(f"env.wrappers.{name}", declared[name], options or {}, ("env",), defaults=True) for name, options in pipeline.items()
+        }
+
     before = read_config_file(run_dir / CONFIG_FILE)
     for section, key in RESUME_KEEPS:
         was, now = before.get(section, {}).get(key), config.get(section, {}).get(key)
+        if (section, key) == ("env", "wrappers") and was is not None and now is not None:
+            was, now = wrappers(was), wrappers(now)
         if was is not None and now is not None and was != now:
             raise ConfigError(f"{section}.{key}: the run in {run_dir} has {was!r}; resuming it with {now!r} is refused")
 
