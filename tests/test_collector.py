@@ -140,3 +140,13 @@ def test_evaluate_is_deterministic():
     first = evaluate(policy, make_vector_env("CartPole-v1", 1), episodes=2, seed=5)
     second = evaluate(policy, make_vector_env("CartPole-v1", 1), episodes=2, seed=5)
     assert first == second and len(first["returns"]) == 2
+
+
+def test_an_async_env_whose_wrapper_is_refused_is_closed(tmp_path):
+    """The worker processes go with the error: the interpreter exits (it hung, waiting for them)."""
+    import subprocess
+    import sys
+
+    code = "import rlcore\nrlcore.make_vector_env('CartPole-v1', 2, vectorization='async', wrappers={'nosuch': {}})\n"  # the error not caught
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 1 and "ConfigError: env.wrappers: unknown env wrapper 'nosuch'" in result.stderr, result.stderr

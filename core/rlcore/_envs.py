@@ -39,11 +39,15 @@ def make_vector_env(
     backend = pm.factory("vectorizations", vectorization, key="env.vectorization")
     with pm.making("vectorizations", vectorization) as who:
         env = _vector_env(backend(make_one, num_envs, env_id=env_id, kwargs=kwargs), f"env.vectorization: {who}")
-    for name, options in (wrappers or {}).items():
-        wrapper = pm.factory("env_wrappers", name, key="env.wrappers")
-        values = validate_options(f"env.wrappers.{name}", wrapper, options or {}, ("env",))  # (as a config's are)
-        with pm.making("env_wrappers", name) as who:
-            env = _vector_env(wrapper(env, **values), f"env.wrappers.{name}: {who}")
+    try:
+        for name, options in (wrappers or {}).items():
+            wrapper = pm.factory("env_wrappers", name, key="env.wrappers")
+            values = validate_options(f"env.wrappers.{name}", wrapper, options or {}, ("env",))  # (as a config's are)
+            with pm.making("env_wrappers", name) as who:
+                env = _vector_env(wrapper(env, **values), f"env.wrappers.{name}: {who}")
+    except BaseException:
+        env.close()  # (the worker processes of an async env would keep the interpreter from exiting)
+        raise
     return env
 
 
