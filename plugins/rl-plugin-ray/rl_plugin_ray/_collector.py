@@ -43,8 +43,10 @@ class RayCollector:
       have been collected with older weights: its policy lag (the trainer's weight version minus the
       batch's) is logged as ``collector/policy_lag``.
 
-    Weights are versioned: :meth:`update_policy_weights_` sends the policy's ``state_dict`` (one
-    object in Ray's store for all workers) with the next version number. The collector is a plugin
+    Weights are versioned: the trainer's version goes up with each batch whose optimisation changed
+    them, and :meth:`update_policy_weights_` sends the policy's ``state_dict`` (one object in Ray's
+    store for all workers) stamped with it. Workers that are not sent new weights (``update_weights:
+    false``, an ``update_weights`` hook's interval) act with older ones: the lag says how much older. The collector is a plugin
     of the run (rl-core registers a collector with hook implementations): at ``rl_setup`` it sends the
     trainer's weights (those of a resumed checkpoint too), at ``rl_post_steps`` (last) the new ones
     when the batch was optimised and ``update_weights`` is on, and it logs ``collector/policy_lag``,
@@ -83,7 +85,7 @@ class RayCollector:
         self.update_weights, self.max_worker_failures, self.timeout = update_weights, max_worker_failures, timeout
         #: ``(returns, lengths)`` of the episodes that ended in the last batch (rewards unscaled)
         self.finished_episodes: tuple[np.ndarray, np.ndarray] = (np.empty(0), np.empty(0, dtype=np.int64))
-        #: the trainer's weight version (each :meth:`update_policy_weights_` adds one)
+        #: the trainer's weight version: batches whose optimisation changed the weights (sent or not)
         self.version = 0
         #: the policy lag of the last batch: weight versions between the batch's policy and the trainer's
         self.policy_lag = 0
@@ -96,6 +98,7 @@ class RayCollector:
         self._consumed: int | None = None  # async: the worker whose batch was taken last
         self._trainer: Any = None
         self._pushed_at: int | None = None
+        self._optimised = False  # whether this batch's optimisation changed the weights yet
         self._weights_ref: Any = None
         self.session = Session.open(address, num_cpus)
         try:
@@ -241,7 +244,7 @@ class RayCollector:
         return batch if self.device.type == "cpu" else batch.to(self.device)
 
     def update_policy_weights_(self, policy_weights: Any = None) -> None:
-        """Send the trainer's weights to every worker, as the next version (TorchRL's signature).
+        """Send the trainer's weights to every worker, stamped with their version (TorchRL's signature).
 
         :param policy_weights: a ``state_dict`` of the policy (a mapping or a TensorDict of its
             parameters and buffers); ``None``: the policy's own.
@@ -249,7 +252,6 @@ class RayCollector:
         weights = self.policy.state_dict() if policy_weights is None else policy_weights
         if isinstance(weights, TensorDictBase):
             weights = weights.flatten_keys(".").to_dict()
-        self.version += 1
         self._weights_ref = ray.put({key: to_array(value) for key, value in weights.items()})
         for worker in self.workers:
             worker.set_weights.remote(self._weights_ref, self.version)
@@ -322,6 +324,17 @@ class RayCollector:
     @hookimpl
     def rl_post_loss(self, batch: TensorDictBase) -> None:
         self.trained_frames += batch.numel()
+
+    @hookimpl
+    def rl_pre_optim_steps(self) -> None:
+        self._optimised = False
+
+    @hookimpl
+    def rl_post_optim(self) -> None:
+        """The batch's first optimizer step makes the trainer's weights a version newer than what collected it."""
+        if not self._optimised:
+            self._optimised = True
+            self.version += 1
 
     @hookimpl(trylast=True)
     def rl_post_steps(self, trainer: Any) -> None:

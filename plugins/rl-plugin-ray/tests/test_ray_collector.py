@@ -165,7 +165,18 @@ def test_async_logs_lag_and_utd_and_a_killed_worker_is_replaced(ray_address: str
     lags = [v for _, v in logged["collector/policy_lag"]]
     assert len(lags) == 8 and min(lags) >= 0 and max(lags) >= 1  # the other worker's batch was collected with older weights
     assert logged["collector/worker_failures"][-1][1] == 1.0
-    assert trainer.collector.version == 1 + 8  # weights sent at the start, then once per batch (the hook's and the collector's push are one)
+    assert trainer.collector.version == 8  # one version per optimised batch (the hook's and the collector's push are one send)
+
+
+def test_the_lag_counts_the_batches_whose_weights_the_workers_were_not_sent(ray_address: str, tmp_path: Path) -> None:
+    """Sync mode, weights sent every second batch (TorchRL's UpdateWeights), or never: the lag says how old they are."""
+    pytest.importorskip("rl_plugin_hooks")
+    expected = {2: [0.0, 1.0, 0.0, 1.0], None: [0.0, 1.0, 2.0, 3.0]}
+    for interval, lags in expected.items():
+        hooks = {"update_weights": {"update_weights_interval": interval}} if interval else {}
+        run = tmp_path / f"every_{interval}"
+        rlcore.build_trainer(make_config(256, hooks=hooks, update_weights=False), run_dir=run).train()
+        assert [v for _, v in metrics(run)["collector/policy_lag"]] == lags, interval
 
 
 def test_dqn_explores_on_the_trainers_clock(ray_address: str, tmp_path: Path) -> None:
