@@ -43,7 +43,7 @@ import rlcore.hookspecs as hookspecs
 from rlcore._markers import PROJECT
 
 ROOT = Path(__file__).parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "contrib").glob("*/README.md"))]
 DOC = (ROOT / "docs" / "hooks.md").read_text(encoding="utf-8")
 SPECS = {name: fn for name, fn in vars(hookspecs).items() if hasattr(fn, f"{PROJECT}_spec")}
 HEADINGS = dict(re.findall(r"^### `(rl_\w+)(\(.*\) -> .*)`$", DOC, flags=re.M))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import Annotated, Any, TextIO
+from typing import Annotated, Any, Literal, TextIO
 
 from rlcore import Logger, Range, hookimpl
 
@@ -17,7 +17,7 @@ class ConsoleLogger(Logger):
     :param log_dir: the run directory (unused).
     :param every: frames between two printed lines.
     :param keys: metric names to print; empty prints every metric.
-    :param stream: where to print (stderr by default).
+    :param stream: where to print: ``stderr`` or ``stdout`` (from a config), or a stream (from Python).
     """
 
     def __init__(
@@ -26,12 +26,12 @@ class ConsoleLogger(Logger):
         log_dir: str | os.PathLike[str],
         every: Annotated[int, Range(ge=0)] = 10000,
         keys: list[str] | tuple[str, ...] = ("train/episode_return", "eval/episode_return", "perf/fps"),
-        stream: TextIO | None = None,
+        stream: Literal["stderr", "stdout"] | TextIO = "stderr",
     ) -> None:
         super().__init__(exp_name, log_dir)
         self.every = every
         self.keys = tuple(keys)
-        self.stream = stream or sys.stderr
+        self.stream = getattr(sys, stream) if isinstance(stream, str) else stream
         self._last: int | None = None
         self._latest: dict[str, float] = {}
 
