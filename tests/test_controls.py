@@ -44,11 +44,24 @@ def test_max_episodes_stops_after_the_batch_where_the_last_one_ended(tmp_path):
     assert trainer.episodes == episodes.seen[-1] == sum(1 for _ in range(episodes.seen[-1]))
 
 
-@pytest.mark.parametrize(("limits", "batches"), [({"max_batches": 2, "max_episodes": 10**6}, 2), ({"max_batches": 100}, 4)])
-def test_the_first_criterion_met_wins(tmp_path, limits, batches):
+@pytest.mark.parametrize(
+    ("limits", "batches", "reason"),
+    [({"max_batches": 2, "max_episodes": 10**6}, 2, "trainer.max_batches=2"), ({"max_batches": 100}, 4, None)],
+)
+def test_the_first_criterion_met_wins_and_is_the_reason(tmp_path, limits, batches, reason):
     trainer = make_trainer(tmp_path, total_frames=128, **limits)
     trainer.train()
-    assert trainer.batches == batches
+    assert (trainer.batches, trainer.stop_reason) == (batches, reason)  # (total_frames: no reason, the run ran its course)
+
+
+def test_the_run_says_why_it_stopped_before_its_frames(tmp_path, capsys):
+    from rlcore._cli import main
+
+    pytest.importorskip("rl_plugin_pg")
+    with pytest.raises(SystemExit) as exited:
+        main(["train", "--algo", "ppo", "--out", str(tmp_path / "run"), "--set", "trainer.max_batches=2", "--set", "loggers.console=null"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().err.splitlines()[-1] == f"rlctl: 512 frames, run directory {tmp_path / 'run'} (stopped: trainer.max_batches=2)"
 
 
 def test_stop_criteria_from_the_config(tmp_path):

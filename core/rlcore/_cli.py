@@ -190,7 +190,8 @@ def make_cli(pm: PluginManager) -> click.Group:
         if trainer.resumed_from is not None:
             _say(f"rlctl: resumed from {trainer.resumed_from} at {trainer.collected_frames} frames")
         trainer.train()
-        _say(f"rlctl: {trainer.collected_frames} frames, run directory {trainer.run_dir}")
+        why = f" (stopped: {trainer.stop_reason})" if trainer.stop_reason and not received else ""
+        _say(f"rlctl: {trainer.collected_frames} frames, run directory {trainer.run_dir}{why}")
         return SIGNAL_EXIT[received[0]] if received else EXIT_OK
 
     @cli.command("eval", cls=ReportCommand)

@@ -310,6 +310,8 @@ class Trainer:
         self._pending: dict[str, list[float]] = {}  # [mean, count] of each scalar not logged yet
         self._last_save = 0
         self._stop = False
+        #: why training stopped before ``total_frames``: a :meth:`stop` reason, ``trainer.max_batches`` or ``trainer.max_episodes``
+        self.stop_reason: str | None = None
         self._stop_optim = False
         self._step_stats: dict[str, list[Any]] = {}
         self._pbar: Any = None
@@ -373,9 +375,13 @@ class Trainer:
             raise ValueError(self.plugin_manager.infos[name].status.removeprefix("error: "))
 
     # ------------------------------------------------------------------ control
-    def stop(self) -> None:
-        """End training once the current batch is done (e.g. early stopping)."""
+    def stop(self, reason: str | None = None) -> None:
+        """End training once the current batch is done (e.g. early stopping).
+
+        :param reason: why, for the run's last line (``rlctl: 512 frames, run directory ... (stopped: REASON)``).
+        """
         self._stop = True
+        self.stop_reason = self.stop_reason or reason
 
     def stop_optim_steps(self) -> None:
         """Skip the remaining optimisation steps of the current batch (e.g. KL far past its target)."""
@@ -645,12 +651,13 @@ class Trainer:
         :meth:`stop` stops them all after the same batch, and episodes are counted across ranks.
         """
         stop = self._stop if self.distributed is None else self.distributed.agree(self)
-        return (
-            stop
-            or self.collected_frames >= self.total_frames
-            or (self.max_batches is not None and self.batches >= self.max_batches)
-            or (self.max_episodes is not None and self.episodes >= self.max_episodes)
-        )
+        if stop or self.collected_frames >= self.total_frames:
+            return True
+        for key, count, limit in (("max_batches", self.batches, self.max_batches), ("max_episodes", self.episodes, self.max_episodes)):
+            if limit is not None and count >= limit:
+                self.stop_reason = f"trainer.{key}={limit}"
+                return True
+        return False
 
     def _train_batch(self, batch: Any) -> None:
         pm, timer = self.plugin_manager, self._timer

@@ -194,7 +194,8 @@ def rl_post_optim_log(trainer: Trainer, batch: TensorDictBase) -> dict[str, Any]
 def rl_post_steps(trainer: Trainer) -> None:
     """Called once per batch after all its optimisation steps (operation hook).
 
-    Typical uses: updating the collection policy's weights, schedules per batch.
+    Typical uses: updating the collection policy's weights, schedules per batch, early stopping
+    with ``trainer.stop(reason)`` (the run's last line says the reason).
 
     :param trainer: the running trainer.
     """

@@ -7,7 +7,6 @@ It reads the returns of the training episodes that ended in each batch from
 
 from __future__ import annotations
 
-import sys
 import warnings
 from collections import deque
 from collections.abc import Iterable
@@ -129,8 +128,7 @@ class EarlyStopping(TrainerHookBase):
         assert trainer is not None, "register() the hook first"
         episodes = getattr(trainer.collector, "finished_episodes", None)
         if episodes is not None and self.update(episodes[0]):
-            print(f"early_stopping: stopping at {trainer.collected_frames} frames: {self.reason}", file=sys.stderr)
-            trainer.stop()
+            trainer.stop(f"early_stopping: {self.reason}")
 
     def _log(self, batch: Any) -> dict[str, float] | None:
         mean = self.window_return
