@@ -128,6 +128,8 @@ def test_cli_config_show_and_eval(with_plugins, tmp_path, rlctl):
     assert shown.returncode == 0
     config = yaml.safe_load(shown.stdout)
     assert config["algo"] == {"name": "toy", "lr_scale": 1.0}
+    with_console = yaml.safe_load(rlctl("config", "show", "toy", "--set", "loggers.console={every: 5}").stdout)  # a logger's options, all
+    assert with_console["loggers"]["console"] == {"every": 5, "keys": ["train/episode_return", "eval/episode_return", "perf/fps"], "stream": "stderr"}
     (tmp_path / "toy.yaml").write_text(shown.stdout)
     assert rlctl("train", str(tmp_path / "toy.yaml"), "--out", str(tmp_path / "run")).returncode == 0
     result = rlctl("eval", str(tmp_path / "run"), "--episodes", "3")

@@ -104,8 +104,12 @@ def make_cli(pm: PluginManager) -> click.Group:
     @config.command("show")
     @click.argument("algo", required=False)
     @click.option("--env", "env_id", help="Show the config for this env (with the algorithm's preset for it, if any).")
-    def config_show(algo: str | None, env_id: str | None) -> None:
-        """Print the default config of ALGO, ready to edit and pass to `rlctl train` (refused, as train refuses it, when the env does not fit ALGO)."""
+    @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a key as train does; hooks.NAME={} shows every option of hook NAME.")
+    def config_show(algo: str | None, env_id: str | None, overrides: tuple[str, ...]) -> None:
+        """Print the default config of ALGO, ready to edit and pass to `rlctl train` (refused, as train refuses it, when the env does not fit ALGO).
+
+        Every option of the loggers, hooks and wrappers it names is written out, their defaults too.
+        """
         from ._config import check_config, dump_config, load_config
         from ._run import check_fits
 
@@ -114,7 +118,7 @@ def make_cli(pm: PluginManager) -> click.Group:
         sections: dict[str, Any] = {"algo": {"name": algo}}
         if env_id:
             sections["env"] = {"id": env_id}
-        config = load_config(plugin_manager=pm, **sections)
+        config = load_config(overrides=overrides, plugin_manager=pm, **sections)
         check_config(config, pm)  # an env id that does not exist, with close matches
         check_fits(config, pm)  # an env the algorithm cannot train on
         click.echo(dump_config(config), nl=False)
