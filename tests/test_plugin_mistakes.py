@@ -98,6 +98,12 @@ def test_a_hook_factory_that_makes_no_hook(intruder: Path, tmp_path: Path, hook:
     assert not (tmp_path / "run").exists()  # a run that cannot start removes the directory it made
 
 
+def test_a_factory_whose_dependency_is_missing_is_a_one_line_plugin_error(intruder: Path, tmp_path: Path) -> None:
+    with pytest.raises(rlcore.PluginError) as info:
+        rlcore.build_trainer(config(hooks={"needs_a_module": {}}), run_dir=tmp_path / "run", plugin_manager=runs_pm())
+    assert str(info.value) == f"{BY} making hook 'needs_a_module': needs the module 'nosuch_dependency', which is not installed"
+
+
 def test_a_factory_that_raises_is_named(intruder: Path, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="level must be even") as info:
         rlcore.build_trainer(config(hooks={"raises": {}}), run_dir=tmp_path / "run", plugin_manager=runs_pm())

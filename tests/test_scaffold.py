@@ -146,3 +146,10 @@ def test_rlctl_plugins_new_bad_name_or_existing_directory_exits_2(tmp_path: Path
     again = _rlctl("plugins", "new", "taken", cwd=tmp_path)
     assert again.returncode == 2
     assert "already exists" in again.stderr
+
+
+def test_a_name_whose_distribution_is_installed_is_warned_about(tmp_path: Path) -> None:
+    pytest.importorskip("rl_plugin_early_stopping")  # contrib's, installed by the development set-up
+    with pytest.warns(UserWarning, match=r"^rl-plugin-early-stopping \S+ is installed already; installing the new package replaces it$"):
+        scaffold("early-stopping", tmp_path)
+    assert (tmp_path / "rl-plugin-early-stopping" / "pyproject.toml").is_file()

@@ -404,10 +404,16 @@ class PluginManager(pluggy.PluginManager):
         """
         found = self._registered(kind, name)
         plugin = found[1][0] if found is not None else "?"
+        doing = f"making {kind.rstrip('s').replace('_', ' ')} {name!r}"
         try:
             yield _label(self, plugin)
+        except ModuleNotFoundError as err:  # a dependency of the plugin that is not installed: the set-up's fault, exit 2
+            if err.name is None:
+                _mark(err, self, plugin, doing)
+                raise
+            raise PluginError(f"{_label(self, plugin)} {doing}: needs the module {err.name!r}, which is not installed") from None
         except BaseException as err:
-            _mark(err, self, plugin, f"making {kind.rstrip('s').replace('_', ' ')} {name!r}")
+            _mark(err, self, plugin, doing)
             raise
 
     def provider(self, kind: str, name: str) -> tuple[str, Any] | None:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import keyword
 import re
+import warnings
 from collections.abc import Iterator
+from importlib import metadata
 from importlib.resources import files
 from pathlib import Path
 from string import Template
@@ -86,6 +88,12 @@ def scaffold(name: str, directory: Path) -> Path:
     project = Path(directory) / values["dist"]
     if project.exists():
         raise ConfigError(f"{project} already exists; remove it or choose another NAME or --dir")
+    try:
+        installed = metadata.version(values["dist"])
+    except metadata.PackageNotFoundError:
+        pass
+    else:  # (installing the new one would replace it: same distribution, entry point and module)
+        warnings.warn(f"{values['dist']} {installed} is installed already; installing the new package replaces it", stacklevel=2)
     root = files(__package__)
     for part in TEMPLATE:
         root = root.joinpath(part)

@@ -101,6 +101,13 @@ class _OpRaises(rlcore.TrainerHookBase):
         pass
 
 
+def _needs_a_module() -> Any:
+    """A hook whose dependency is not installed."""
+    import nosuch_dependency  # type: ignore[import-not-found]
+
+    return nosuch_dependency.Hook()
+
+
 def _breaks_in_step(env: Any) -> Any:
     """A wrapper whose step raises at the fifth step."""
     import gymnasium
@@ -123,7 +130,7 @@ class factories:
     @staticmethod
     @hookimpl
     def rl_register_hooks() -> Any:
-        return {"returns_none": lambda: None, "returns_int": lambda: 3, "raises": _raises, "typo": _Typo, "counts": _Counts, "op_raises": _OpRaises}
+        return {"returns_none": lambda: None, "returns_int": lambda: 3, "raises": _raises, "typo": _Typo, "counts": _Counts, "op_raises": _OpRaises, "needs_a_module": _needs_a_module}
 
     @staticmethod
     @hookimpl
