@@ -592,11 +592,15 @@ def _mark(error: BaseException, pm: PluginManager, plugin: str | None, doing: st
 
 def _raised_in(pm: PluginManager, error: BaseException) -> str | None:
     """``plugin 'x' (rl-plugin-x) in module.function``: the innermost frame of ``error``'s traceback in a plugin's code."""
-    packages: dict[str, str] = {}  # a plugin's module -> its name (an installed plugin's before an object registered by a run)
+    packages: dict[str, str] = {}  # a plugin's module -> its name (the first installed plugin's, else the first object's)
+
+    def installed(name: str) -> bool:
+        info = pm.infos.get(name)
+        return info is not None and bool(info.distribution)
+
     for name, plugin in pm.list_name_plugin():
         module = plugin.__name__ if inspect.ismodule(plugin) else getattr(plugin if inspect.isclass(plugin) else type(plugin), "__module__", "")
-        info = pm.infos.get(name)
-        if module.partition(".")[0] not in (PROJECT, "builtins") and (module not in packages or (info is not None and info.distribution)):
+        if module.partition(".")[0] not in (PROJECT, "builtins") and (module not in packages or (installed(name) and not installed(packages[module]))):
             packages[module] = name
     found = None
     traceback = error.__traceback__
