@@ -591,25 +591,26 @@ def _mark(error: BaseException, pm: PluginManager, plugin: str | None, doing: st
 
 
 def _raised_in(pm: PluginManager, error: BaseException) -> str | None:
-    """``plugin 'x' (rl-plugin-x) in module.function``: the innermost frame of ``error``'s traceback in a plugin's code."""
-    packages: dict[str, str] = {}  # a plugin's module -> its name (the first installed plugin's, else the first object's)
+    """``plugin 'x' (rl-plugin-x) in module.function``: the innermost frame of ``error``'s traceback in a plugin's code.
 
-    def installed(name: str) -> bool:
-        info = pm.infos.get(name)
-        return info is not None and bool(info.distribution)
-
+    A module several installed entry points share is named by its distribution (``rl-plugin-x in ...``).
+    """
+    owners: dict[str, list[str]] = {}  # a plugin's module -> the names it is registered under
     for name, plugin in pm.list_name_plugin():
         module = plugin.__name__ if inspect.ismodule(plugin) else getattr(plugin if inspect.isclass(plugin) else type(plugin), "__module__", "")
-        if module.partition(".")[0] not in (PROJECT, "builtins") and (module not in packages or (installed(name) and not installed(packages[module]))):
-            packages[module] = name
+        if module.partition(".")[0] not in (PROJECT, "builtins"):
+            owners.setdefault(module, []).append(name)
     found = None
     traceback = error.__traceback__
     while traceback is not None:
         frame = traceback.tb_frame
         module = frame.f_globals.get("__name__", "")
-        owner = max((m for m in packages if module == m or module.startswith(f"{m}.")), key=len, default=None)
+        owner = max((m for m in owners if module == m or module.startswith(f"{m}.")), key=len, default=None)
         if owner is not None:
-            found = f"{_label(pm, packages[owner])} in {module}.{getattr(frame.f_code, 'co_qualname', frame.f_code.co_name)}"
+            installed = [n for n in owners[owner] if n in pm.infos and pm.infos[n].distribution]
+            names = installed or owners[owner]
+            label = _label(pm, names[0]) if len(names) == 1 or not installed else pm.infos[names[0]].distribution
+            found = f"{label} in {module}.{getattr(frame.f_code, 'co_qualname', frame.f_code.co_name)}"
         traceback = traceback.tb_next
     return found
 
