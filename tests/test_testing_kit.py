@@ -292,7 +292,7 @@ def test_kill_and_resume_kills_a_run_and_wants_it_seeded(tmp_path: Path) -> None
     """The killed run is killed for real (SIGKILL, its checkpoints left); runs without one seed cannot be compared."""
     pytest.importorskip("rl_plugin_pg")
     args = ["train", "--algo", "ppo", "--env", "CartPole-v1", "--frames", "2048", "--set", "collector.frames_per_batch=256",
-            "--set", "trainer.save_trainer_interval=256", "--set", "loggers.console=null"]  # fmt: skip
+            "--set", "trainer.save_trainer_interval=256", "--set", "checkpoint.keep_last=20", "--set", "loggers.console=null"]  # fmt: skip
     with pytest.raises(AssertionError, match=r"drew different seeds .*--seed N"):
         kill_and_resume(tmp_path, args, kill_after=512, env={"RLCORE_PLUGINS": "rl-plugin-pg"})
     frames = sorted(int(p.name[5:17]) for p in (tmp_path / "resumed" / "checkpoints").glob("ckpt-*"))

@@ -74,22 +74,32 @@ def kill_and_resume(
             return subprocess.Popen(command, env=variables, stdout=subprocess.DEVNULL, stderr=stderr), directory / log
 
     directory.mkdir(parents=True, exist_ok=True)
-    (reference, reference_log), (victim, victim_log) = rlctl(whole, "whole.stderr"), rlctl(resumed, "killed.stderr")
-    mark, deadline = f"ckpt-{kill_after:012d}", time.monotonic() + timeout
-    while not any(p.name.startswith(mark) for p in (resumed / "checkpoints").glob("ckpt-*")):
-        assert victim.poll() is None, f"the run to kill ended (exit {victim.returncode}) before its checkpoint at {kill_after} frames: {victim_log.read_text()}"
-        assert time.monotonic() < deadline, f"no checkpoint at {kill_after} frames after {timeout} s"
-        time.sleep(0.02)
-    time.sleep(random.uniform(0.0, delay))
-    victim.send_signal(signal.SIGKILL)
-    assert victim.wait(timeout=30) == -signal.SIGKILL, f"the run ended (exit {victim.returncode}) before the kill: kill it earlier"
-    assert reference.wait(timeout=timeout) == 0, f"the run never killed failed: {reference_log.read_text()}"
-    seeds = [read_config_file(run / CONFIG_FILE)["trainer"]["seed"] for run in (whole, resumed)]
-    assert seeds[0] == seeds[1], f"the two runs drew different seeds {seeds}: give them one (--seed N)"
-    resume, resume_log = rlctl(resumed, "resumed.stderr", "--resume", str(resumed))
-    resume.wait(timeout=timeout)
-    err = resume_log.read_text()
-    assert resume.returncode == 0 and "resumed from" in err, f"the resume failed or started afresh: {err}"
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        (reference, reference_log), (victim, victim_log) = rlctl(whole, "whole.stderr"), rlctl(resumed, "killed.stderr")
+        started += [reference, victim]
+        mark, deadline = f"ckpt-{kill_after:012d}", time.monotonic() + timeout
+        while not any(p.name.startswith(mark) for p in (resumed / "checkpoints").glob("ckpt-*")):
+            ended = victim.poll() is not None
+            assert not ended, f"the run to kill ended (exit {victim.returncode}) before its checkpoint at {kill_after} frames: {victim_log.read_text()}"
+            assert time.monotonic() < deadline, f"no checkpoint at {kill_after} frames after {timeout} s"
+            time.sleep(0.02)
+        time.sleep(random.uniform(0.0, delay))
+        victim.send_signal(signal.SIGKILL)
+        assert victim.wait(timeout=30) == -signal.SIGKILL, f"the run ended (exit {victim.returncode}) before the kill: kill it earlier"
+        assert reference.wait(timeout=timeout) == 0, f"the run never killed failed: {reference_log.read_text()}"
+        seeds = [read_config_file(run / CONFIG_FILE)["trainer"]["seed"] for run in (whole, resumed)]
+        assert seeds[0] == seeds[1], f"the two runs drew different seeds {seeds}: give them one (--seed N)"
+        resume, resume_log = rlctl(resumed, "resumed.stderr", "--resume", str(resumed))
+        started.append(resume)
+        resume.wait(timeout=timeout)
+        err = resume_log.read_text()
+        assert resume.returncode == 0 and "resumed from" in err, f"the resume failed or started afresh: {err}"
+    finally:  # a failed check leaves no run behind
+        for process in started:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
     return KilledRun(whole, resumed, err)
 
 

@@ -28,7 +28,7 @@ def test_the_default_config_lists_the_replay_hooks():
     config = rlcore.load_config(algo={"name": "dqn"})
     assert config["env"]["id"] == "CartPole-v1"
     assert config["hooks"]["replay_buffer"]["batch_size"] == 64
-    assert config["hooks"]["target_updater"] == {"kind": "hard", "interval": 128}
+    assert config["hooks"]["target_updater"] == {"kind": "hard", "tau": 0.005, "interval": 128}  # (tau: the default, unused by hard)
     assert config["trainer"]["optim_steps_per_batch"] == 128 and config["collector"]["frames_per_batch"] == 256
     assert {k for k in config["algo"] if k != "name"} == set(rl_plugin_dqn.DQNOptions.__dataclass_fields__)
 

@@ -279,10 +279,11 @@ def test_a_null_wrapper_takes_it_out_of_the_algorithms_pipeline_and_a_given_pipe
     def wrappers(*overrides: str) -> dict:
         return rlcore.load_config(overrides=["algo.name=ppo", "env.id=Pendulum-v1", *overrides])["env"]["wrappers"]
 
-    assert wrappers() == {"normalize_reward": {"gamma": 0.9}}  # PPO's preset for Pendulum
+    preset = {"normalize_reward": {"gamma": 0.9, "epsilon": 1e-8, "clip": 10.0}}  # PPO's preset for Pendulum, the defaults written out
+    assert wrappers() == preset
     assert wrappers("env.wrappers.normalize_reward=null") == {}
-    assert wrappers("env.wrappers.clip_reward=null") == {"normalize_reward": {"gamma": 0.9}}  # nothing to take out
-    assert wrappers("env.wrappers={clip_reward: {max_reward: 1}, normalize_reward: null}") == {"clip_reward": {"max_reward": 1.0}}
+    assert wrappers("env.wrappers.clip_reward=null") == preset  # nothing to take out
+    assert wrappers("env.wrappers={clip_reward: {max_reward: 1}, normalize_reward: null}") == {"clip_reward": {"min_reward": -1.0, "max_reward": 1.0}}
 
 
 @pytest.mark.parametrize("vectorization", ["sync", "async"])
