@@ -4,6 +4,7 @@ and per-hook profiling (issue #15, the kernel's part)."""
 from __future__ import annotations
 
 import csv
+import time
 import warnings
 from pathlib import Path
 
@@ -190,3 +191,27 @@ def test_total_frames_below_one_batch_is_said_to_collect_the_whole_batch(tmp_pat
         trainer = rlcore.build_trainer(config, run_dir=tmp_path / "small")
     trainer.train()
     assert trainer.collected_frames == 64
+
+
+class Sleeps(rlcore.TrainerHookBase):
+    """An op that sleeps 10 ms a batch, at post_steps."""
+
+    def register(self, trainer: rlcore.Trainer, name: str) -> None:
+        trainer.register_op("post_steps", lambda: time.sleep(0.01))
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        pass
+
+
+def test_profile_gives_each_hooks_ops_a_row_of_their_own(tmp_path):
+    """A TorchRL-style hook's ops are timed under its name, and taken out of rlcore.ops.<point>'s row."""
+    trainer = make_trainer(tmp_path, hooks={"sleeps": Sleeps()}, profile=True, total_frames=128)
+    trainer.register_op("post_steps", lambda: None)  # registered from Python: named by the op
+    trainer.train()
+    rows = {(where, what): seconds for where, what, seconds in trainer.profiler.rows()}
+    assert 0.04 <= rows[("hooks.sleeps", "rl_post_steps")] < 0.2  # 4 batches of 10 ms
+    assert ("op test_profile_gives_each_hooks_ops_a_row_of_their_own.<locals>.<lambda>", "rl_post_steps") in rows
+    assert rows[("rlcore.ops.post_steps", "rl_post_steps")] < 0.01  # what is left: the loop over the ops

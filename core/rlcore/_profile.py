@@ -20,6 +20,8 @@ class Profiler:
     def __init__(self) -> None:
         #: seconds by ``(plugin, hook)`` or ``("rl-core", kernel row)``
         self.hooks: dict[tuple[str, str], float] = {}
+        #: rows timed inside another row, ``{inner: outer}`` (a hook's ops inside ``rlcore.ops.<point>``): taken out of it
+        self.inside: dict[tuple[str, str], tuple[str, str]] = {}
         self.wall = 0.0
         self._logged: dict[str, float] = {}
 
@@ -36,6 +38,16 @@ class Profiler:
         key = ("rl-core", row)
         self.hooks[key] = self.hooks.get(key, 0.0) + seconds
 
+    def add_inside(self, row: tuple[str, str], seconds: float, outer: tuple[str, str]) -> None:
+        """Add ``seconds`` to ``row`` (``(where, what)``), a part of the row ``outer``, whose total includes them.
+
+        :param row: the inner row, e.g. ``("hooks.evaluation", "rl_post_steps")``.
+        :param seconds: the time to add.
+        :param outer: the row that was timed around it.
+        """
+        self.hooks[row] = self.hooks.get(row, 0.0) + seconds
+        self.inside[row] = outer
+
     def rows(self) -> list[tuple[str, str, float]]:
         """``(where, what, seconds)``, the largest first."""
         seconds = dict(self.hooks)
@@ -44,6 +56,8 @@ class Profiler:
         if optimizers and inner:
             ran = max(optimizers, key=seconds.__getitem__)  # the implementation that ran them (others answered None)
             seconds[ran] = max(seconds[ran] - inner, 0.0)
+        for row, outer in self.inside.items():
+            seconds[outer] = max(seconds.get(outer, 0.0) - self.hooks[row], 0.0)
         return sorted(((where, what, s) for (where, what), s in seconds.items()), key=lambda row: -row[2])
 
     def per_batch(self) -> dict[str, float]:

@@ -262,7 +262,8 @@ def attach_hook(trainer: Trainer, hook: Any, name: str) -> None:
             raise PluginError(f"hooks.{name}: {hook!r:.60} is neither an rlcore.TrainerHookBase nor an object with hook methods")
         trainer.register_plugin(hook, f"hooks.{name}")
         return
-    hook.register(trainer, name)
+    with trainer._registering_as(f"hooks.{name}"):
+        hook.register(trainer, name)
     methods = _hook_methods(trainer.plugin_manager, hook)
     if methods and not trainer.plugin_manager.is_registered(hook):
         raise PluginError(

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import abc
+import contextlib
 import inspect
 import random
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +60,11 @@ class _Ops:
     ``log_pbar``; at ``optimizer`` the first op's statistics are extended by the later ones'.
     """
 
-    def __init__(self, point: HookPoint) -> None:
-        self.ops: list[tuple[Callable[..., Any], dict[str, Any]]] = []
+    def __init__(self, point: HookPoint, profiler: Profiler | None = None) -> None:
+        #: ``(op, kwargs, owner)``: the owner names the op in ``--profile``'s table (``hooks.<name>``, or the op)
+        self.ops: list[tuple[Callable[..., Any], dict[str, Any], str]] = []
         self.point = point
+        self.profiler = profiler
         name = f"rl_{point}"
         args = [a for a in inspect.signature(getattr(hookspecs, name)).parameters if a != "trainer"]
         #: what each op is given before its keyword arguments (``batch``, ``losses`` or nothing)
@@ -79,7 +82,7 @@ class _Ops:
             impl = lambda batch: self._each(batch)
         setattr(self, name, hookimpl(impl))
 
-    def add(self, op: Callable[..., Any], kwargs: dict[str, Any]) -> None:
+    def add(self, op: Callable[..., Any], kwargs: dict[str, Any], owner: str) -> None:
         """Run ``op`` after the others, once it is known to accept what it is given.
 
         :raises TypeError: naming the op, when its signature cannot take the call.
@@ -95,34 +98,46 @@ class _Ops:
                 call = ", ".join([*self.given, *(f"{k}=..." for k in kwargs)])
                 name = getattr(op, "__qualname__", repr(op))
                 raise TypeError(f"register_op({self.point!r}, {name}): it is called as op({call}), which its signature refuses ({err})") from None
-        self.ops.append((op, kwargs))
+        self.ops.append((op, kwargs, owner))
+
+    def _run(self, entry: tuple[Callable[..., Any], dict[str, Any], str], *args: Any) -> Any:
+        """One op; under ``--profile``, its seconds go to its owner's row, out of this point's."""
+        op, kwargs, owner = entry
+        if self.profiler is None:
+            return op(*args, **kwargs)
+        tic = time.perf_counter()
+        try:
+            return op(*args, **kwargs)
+        finally:
+            hook = f"rl_{self.point}"
+            self.profiler.add_inside((owner, hook), time.perf_counter() - tic, (f"rlcore.ops.{self.point}", hook))
 
     def _chain(self, batch: Any) -> Any:
-        for op, kwargs in self.ops:
-            out = op(batch, **kwargs)
+        for entry in self.ops:
+            out = self._run(entry, batch)
             batch = batch if out is None else out
         return batch
 
     def _log_each(self, trainer: Trainer, batch: Any) -> None:
         """Log each op's dict with its own ``log_pbar``, as TorchRL does."""
-        for op, kwargs in self.ops:
-            values = op(batch, **kwargs)
+        for entry in self.ops:
+            values = self._run(entry, batch)
             if values is None:
                 continue
             if not isinstance(values, Mapping):
-                raise TypeError(f"the op {getattr(op, '__name__', op)!r} returned a {type(values).__name__}; a logging op returns a dict or None")
+                raise TypeError(f"the op {getattr(entry[0], '__name__', entry[0])!r} returned a {type(values).__name__}; a logging op returns a dict or None")
             values = dict(values)
             pbar = bool(values.pop("log_pbar", False))
             trainer.log(values, log_pbar=pbar)
 
     def _each(self, *args: Any) -> None:
-        for op, kwargs in self.ops:
-            op(*args, **kwargs)
+        for entry in self.ops:
+            self._run(entry, *args)
 
     def _merge(self, arg: Any) -> dict[str, Any] | None:
         merged: dict[str, Any] | None = None
-        for op, kwargs in self.ops:
-            out = op(arg, **kwargs)
+        for entry in self.ops:
+            out = self._run(entry, arg)
             if out is not None:
                 merged = {**(merged or {}), **out}
         return merged
@@ -280,6 +295,7 @@ class Trainer:
         self.max_episodes = max_episodes
         #: the run's :class:`~rlcore._profile.Profiler` when it profiles, else ``None``
         self.profiler = Profiler() if profile else None
+        self._registering: str | None = None  # whose ops register_op is given now (see _registering_as)
         self._timer = self.profiler.hooks if self.profiler is not None else None
         given = [loggers] if isinstance(loggers, Logger) else list(loggers or [])
         #: every logger of the run, each behind a :class:`~rlcore._guard.GuardedLogger`
@@ -350,9 +366,18 @@ class Trainer:
         if dest not in HOOK_POINTS:
             raise ValueError(f"unknown hook point {dest!r}; valid choices: {', '.join(HOOK_POINTS)}")
         if dest not in self._ops:
-            self._ops[dest] = _Ops(dest)
+            self._ops[dest] = _Ops(dest, self.profiler)
             self.plugin_manager.add_plugin(self._ops[dest], f"rlcore.ops.{dest}")
-        self._ops[dest].add(op, kwargs)
+        self._ops[dest].add(op, kwargs, self._registering or f"op {getattr(op, '__qualname__', repr(op))}")
+
+    @contextlib.contextmanager
+    def _registering_as(self, owner: str) -> Iterator[None]:
+        """The ops registered inside the ``with`` block are ``owner``'s (``hooks.<name>``: ``--profile``'s rows)."""
+        before, self._registering = self._registering, owner
+        try:
+            yield
+        finally:
+            self._registering = before
 
     def register_module(self, module_name: str, module: Any) -> None:
         """Include ``module``'s ``state_dict`` in every checkpoint under ``module_name``."""
