@@ -120,12 +120,16 @@ def make_trainer(
     )
     if env_states(env):
         trainer.register_module("env", EnvState(env))
-    for name, hook in (hooks or {}).items():
-        if isinstance(hook, Mapping):  # options, as a config's hooks section gives them
-            factory = trainer.plugin_manager.factory("hooks", name, key="hooks")
-            add_hook(trainer, trainer.plugin_manager, name, validate_options(f"hooks.{name}", factory, hook))
-        else:
-            attach_hook(trainer, hook, name)
+    try:
+        for name, hook in (hooks or {}).items():
+            if isinstance(hook, Mapping):  # options, as a config's hooks section gives them
+                factory = trainer.plugin_manager.factory("hooks", name, key="hooks")
+                add_hook(trainer, trainer.plugin_manager, name, validate_options(f"hooks.{name}", factory, hook))
+            else:
+                attach_hook(trainer, hook, name)
+    except BaseException:
+        env.close()  # (a refused hook: the test goes on, without the env's workers)
+        raise
     return trainer
 
 
