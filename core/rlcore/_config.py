@@ -318,9 +318,9 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: Any) -> dict[str, An
 
             default = yaml.safe_dump(dict(defaults["hooks"].get(hook) or {}), default_flow_style=True, sort_keys=False).strip()
             raise ConfigError(f"hooks.{hook}: {name} cannot train without it (its default: {default})")
-    for entry, values in config["env"]["wrappers"].items():
-        factory = plugin_manager.factory("env_wrappers", entry, key="env.wrappers")
-        config["env"]["wrappers"][entry] = validate_options(f"env.wrappers.{entry}", factory, values or {}, ("env",), defaults=True)
+    from ._envs import checked_wrappers
+
+    config["env"]["wrappers"] = checked_wrappers(config["env"]["wrappers"], plugin_manager)
     plugin_manager.factory("vectorizations", config["env"]["vectorization"], key="env.vectorization")
     source = "CKPT_BACKEND" if backend and config["checkpoint"]["backend"] == backend and "backend" not in user.get("checkpoint", {}) else None
     plugin_manager.factory("checkpoint_backends", config["checkpoint"]["backend"], key=source or "checkpoint.backend")

@@ -40,15 +40,28 @@ def make_vector_env(
     with pm.making("vectorizations", vectorization) as who:
         env = _vector_env(backend(make_one, num_envs, env_id=env_id, kwargs=kwargs), f"env.vectorization: {who}")
     try:
-        for name, options in (wrappers or {}).items():
+        for name, values in checked_wrappers(wrappers or {}, pm, defaults=False).items():
             wrapper = pm.factory("env_wrappers", name, key="env.wrappers")
-            values = validate_options(f"env.wrappers.{name}", wrapper, options or {}, ("env",))  # (as a config's are)
             with pm.making("env_wrappers", name) as who:
                 env = _vector_env(wrapper(env, **values), f"env.wrappers.{name}: {who}")
     except BaseException:
         env.close()  # (the worker processes of an async env would keep the interpreter from exiting)
         raise
     return env
+
+
+def checked_wrappers(wrappers: Mapping[str, Mapping[str, Any] | None], pm: Any, *, defaults: bool = True) -> dict[str, dict[str, Any]]:
+    """An ``env.wrappers`` pipeline with each wrapper's options checked against its factory, as a config's are.
+
+    :param wrappers: ``{name: options}``, in order.
+    :param pm: where the wrappers are looked up.
+    :param defaults: also write out the options left to their defaults (a run's record, which pins them).
+    :raises ConfigError: for an unknown wrapper, or a bad option, naming it.
+    """
+    return {
+        name: validate_options(f"env.wrappers.{name}", pm.factory("env_wrappers", name, key="env.wrappers"), options or {}, ("env",), defaults=defaults)
+        for name, options in wrappers.items()
+    }
 
 
 def _vector_env(env: Any, made_by: str) -> Any:

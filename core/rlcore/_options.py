@@ -166,9 +166,9 @@ def validate_options(
     missing = [n for n, o in declared.items() if o.default is REQUIRED and n not in values]
     if missing:
         raise ConfigError(f"{key}.{missing[0]}: required (no default)")
-    if defaults:
-        implicit = {n: o.default for n, o in declared.items() if n not in out and o.default is not REQUIRED and _plain(o.default)}
-        out = {**{n: out.get(n, implicit.get(n)) for n in declared if n in out or n in implicit}, **out}
+    if defaults:  # in the declared order; the extras an open-ended target takes after them
+        written = {n: out.get(n, o.default) for n, o in declared.items() if n in out or (o.default is not REQUIRED and _plain(o.default))}
+        out = {**written, **out}
     return out
 
 

@@ -17,11 +17,10 @@ from ._checkpoint import CheckpointBackend, CheckpointError
 from ._config import CONFIG_FILE, check_config, flatten, resolve_config, save_config
 from ._distributed import Distributed, DistributedCheckpoint, from_environment
 from ._distributed import check_config as check_distributed
-from ._envs import env_states, load_env_states, make_vector_env
+from ._envs import checked_wrappers, env_states, load_env_states, make_vector_env
 from ._errors import ConfigError, PluginError
 from ._logger import generate_exp_name
 from ._markers import hookimpl
-from ._options import validate_options
 from ._plugins import PluginManager, get_plugin_manager
 from ._rundir import CHECKPOINTS, RunDirectory, RunDirectoryError
 from ._trainer import Trainer, TrainerHookBase
@@ -56,6 +55,12 @@ class EnvState:
 
     def __init__(self, env: Any) -> None:
         self.env = env
+
+    @classmethod
+    def register(cls, trainer: Trainer, env: Any) -> None:
+        """Checkpoint ``env``'s wrappers with ``trainer``'s state (as ``modules["env"]``), when any of them has state."""
+        if env_states(env):
+            trainer.register_module("env", cls(env))
 
     def state_dict(self) -> dict[str, Any]:
         return env_states(self.env)
@@ -216,8 +221,7 @@ def _build(config: dict[str, Any], run_dir: Path, pm: PluginManager, distributed
         )
         if distributed is not None:
             distributed.attach(trainer)
-        if env_states(env):
-            trainer.register_module("env", EnvState(env))
+        EnvState.register(trainer, env)
         if config["optim"]["lr_schedule"] != "constant":
             schedule = LRSchedule(config["optim"]["lr_schedule"], config["optim"]["lr"], config["optim"]["lr_end"])
             trainer.register_plugin(schedule, "rlcore.lr_schedule")
@@ -354,19 +358,11 @@ def check_same_run(run_dir: Path, config: Mapping[str, Any], pm: PluginManager) 
     """
     from ._config import read_config_file
 
-    def wrappers(pipeline: Any) -> Any:
-        if not isinstance(pipeline, Mapping):
-            return pipeline
-        declared = {name: pm.factory("env_wrappers", name, key="env.wrappers") for name in pipeline}
-        return {
-            name: validate_options(f"env.wrappers.{name}", declared[name], options or {}, ("env",), defaults=True) for name, options in pipeline.items()
-        }
-
     before = read_config_file(run_dir / CONFIG_FILE)
     for section, key in RESUME_KEEPS:
         was, now = before.get(section, {}).get(key), config.get(section, {}).get(key)
-        if (section, key) == ("env", "wrappers") and was is not None and now is not None:
-            was, now = wrappers(was), wrappers(now)
+        if (section, key) == ("env", "wrappers") and isinstance(was, Mapping) and isinstance(now, Mapping):
+            was, now = checked_wrappers(was, pm), checked_wrappers(now, pm)
         if was is not None and now is not None and was != now:
             raise ConfigError(f"{section}.{key}: the run in {run_dir} has {was!r}; resuming it with {now!r} is refused")
 

@@ -73,7 +73,7 @@ def make_trainer(
     import torch
 
     from .._collector import Collector
-    from .._envs import env_states, make_vector_env
+    from .._envs import make_vector_env
     from .._options import validate_options
     from .._run import EnvState, add_hook, attach_hook
     from .._trainer import Trainer
@@ -118,8 +118,7 @@ def make_trainer(
         run_dir=run_dir,
         **options,
     )
-    if env_states(env):
-        trainer.register_module("env", EnvState(env))
+    EnvState.register(trainer, env)
     try:
         for name, hook in (hooks or {}).items():
             if isinstance(hook, Mapping):  # options, as a config's hooks section gives them
