@@ -124,6 +124,8 @@ def test_cli_train_writes_the_run_directory_and_its_config_reproduces_it(with_pl
 
 
 def test_cli_config_show_and_eval(with_plugins, tmp_path, rlctl):
+    listed = rlctl("config", "show")  # no ALGO: the algorithms, a line each
+    assert listed.returncode == 0 and "toy     a toy policy gradient for tests  [hookrecorder]" in [line.strip() for line in listed.stdout.splitlines()]
     shown = rlctl("config", "show", "toy")
     assert shown.returncode == 0
     config = yaml.safe_load(shown.stdout)

@@ -466,7 +466,7 @@ def test_usage_errors_are_one_line_with_where_the_help_is(capsys):
     code, err = cli(capsys, "eval", "runs/none-such")
     assert code == 2 and err.startswith("rlctl: error: Invalid value for 'RUN_DIR'") and err.endswith("(rlctl eval --help)\n")
     assert err.count("\n") == 1
-    code, err = cli(capsys, "config", "show")
-    assert (code, err) == (2, "rlctl: error: config show: name an algorithm (valid choices: a2c, ddpg, dqn, pg, ppo, ppo-kl, sac, spg, td3)\n")
+    code, err = cli(capsys, "--plugin", "hooks", "config", "show")
+    assert (code, err) == (2, "rlctl: error: config show: no algorithm is loaded (pip install rl-plugin-pg for PPO and more; rlctl plugins list shows what is installed)\n")
     code, err = cli(capsys, "--no-plugin", "rl-plugin-video", "eval", ".", "--video")
     assert code == 2 and err.splitlines()[-1] == "rlctl: eval --video comes with rl-plugin-video: pip install rl-plugin-video"

@@ -109,12 +109,20 @@ def make_cli(pm: PluginManager) -> click.Group:
         """Print the default config of ALGO, ready to edit and pass to `rlctl train` (refused, as train refuses it, when the env does not fit ALGO).
 
         Every option of the loggers, hooks and wrappers it names is written out, their defaults too.
+        Without ALGO: the installed algorithms, each with its summary and its plugin.
         """
         from ._config import check_config, dump_config, load_config
         from ._run import check_fits
 
         if algo is None:
-            raise ConfigError(f"config show: name an algorithm (valid choices: {', '.join(sorted(pm.registry('algorithms'))) or 'none installed'})")
+            algorithms = pm.registry("algorithms")
+            if not algorithms:
+                raise ConfigError("config show: no algorithm is loaded (pip install rl-plugin-pg for PPO and more; rlctl plugins list shows what is installed)")
+            width = max(map(len, algorithms))
+            click.echo("algorithms (rlctl config show ALGO prints one's defaults):")
+            for name, (plugin, algorithm) in sorted(algorithms.items()):
+                click.echo(f"  {name:<{width}}  {algorithm.summary or '-'}  [{plugin}]")
+            return
         sections: dict[str, Any] = {"algo": {"name": algo}}
         if env_id:
             sections["env"] = {"id": env_id}

@@ -39,7 +39,7 @@ class Algorithm:
     :param name: the name used by ``--algo`` and ``algo.name``.
     :param build: the builder; import heavy libraries inside it, not at module level.
     :param defaults: default config sections (``algo`` holds every key the algorithm accepts).
-    :param summary: one line about the algorithm, for tools that list the registry's algorithms (rl-core shows none).
+    :param summary: one line about the algorithm, shown by ``rlctl config show`` (no ALGO), which lists the algorithms.
     :param presets: ``{env id: config sections}`` merged over ``defaults`` when the run's env is
         that one (tuned hyperparameters, as in rl-zoo); the user's config still comes last.
     :param options: a dataclass declaring every ``algo`` key with its type (ranges as
