@@ -5,6 +5,10 @@ a ``gymnasium.vector.VectorWrapper`` class wraps the vector env. The options are
 keyword arguments, checked against its signature by rl-core's validator: a callable is given by its
 import path (``{"gymnasium.wrappers.TransformReward": {"func": "mypackage.rewards:scale"}}``), an array
 as a list.
+
+A wrapper that may change rewards (any but an observation or action wrapper) gets :class:`KeepRawReward`
+(or :class:`KeepRawRewardVector`) inside it: the env's own rewards stay in ``info["raw_reward"]``, so that
+episode returns are logged and evaluated in the env's scale, as with the plugin's own reward wrappers.
 """
 
 from __future__ import annotations
@@ -13,7 +17,48 @@ import inspect
 from functools import partial
 from typing import Any
 
+import gymnasium
+from gymnasium.vector import VectorWrapper
+
 from rlcore import ConfigError, error_line, import_object
+
+
+class KeepRawReward(gymnasium.Wrapper):
+    """The env's reward into ``info["raw_reward"]`` (unless a wrapper inside set it), for a reward wrapper around it.
+
+    Its ``reset`` repeats the raw reward of the step before: a ``SAME_STEP`` vector env hands on the
+    reset's info, not the step's, on the step an episode ends.
+
+    :param env: the env.
+    """
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        self._raw: Any = 0.0
+
+    def step(self, action: Any) -> tuple[Any, ...]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._raw = info.get("raw_reward", reward)
+        return obs, reward, terminated, truncated, {**info, "raw_reward": self._raw}
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        obs, info = self.env.reset(**kwargs)
+        return obs, {**info, "raw_reward": self._raw}
+
+
+class KeepRawRewardVector(VectorWrapper):
+    """The vector env's rewards into ``info["raw_reward"]`` (unless a wrapper inside set it), for a reward wrapper around it.
+
+    :param env: the vector env.
+    """
+
+    def step(self, actions: Any) -> tuple[Any, ...]:
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        return obs, reward, terminated, truncated, {**info, "raw_reward": info.get("raw_reward", reward)}
+
+
+def _inside_keeping_raw(cls: type, options: dict[str, Any], env: Any) -> Any:
+    return cls(KeepRawReward(env), **options)
 
 
 def load_wrapper_class(path: str) -> type:
@@ -21,9 +66,6 @@ def load_wrapper_class(path: str) -> type:
 
     :raises ConfigError: naming ``env.wrappers.<path>`` when it cannot be imported or is no Gymnasium wrapper.
     """
-    import gymnasium
-    from gymnasium.vector import VectorWrapper
-
     key = f"env.wrappers.{path}"
     try:
         cls = import_object(path)
@@ -36,19 +78,21 @@ def load_wrapper_class(path: str) -> type:
 
 def _apply(cls: type, path: str, arrays: frozenset[str], env: Any, **options: Any) -> Any:
     import numpy as np
-    from gymnasium.vector import VectorWrapper
+    from gymnasium.vector import VectorActionWrapper, VectorObservationWrapper
 
     from ._inside import MISFIT, does_not_fit, wrap_each_env
 
     options = {name: np.asarray(value) if name in arrays and isinstance(value, list) else value for name, value in options.items()}
 
     if issubclass(cls, VectorWrapper):
+        inner = env if issubclass(cls, (VectorObservationWrapper, VectorActionWrapper)) else KeepRawRewardVector(env)
         try:
-            return cls(env, **options)
+            return cls(inner, **options)
         except MISFIT as err:
             raise does_not_fit(f"env.wrappers.{path}", err) from None
-
-    return wrap_each_env(env, partial(cls, **options), f"env.wrappers.{path}")
+    if issubclass(cls, (gymnasium.ObservationWrapper, gymnasium.ActionWrapper)):
+        return wrap_each_env(env, partial(cls, **options), f"env.wrappers.{path}")
+    return wrap_each_env(env, partial(_inside_keeping_raw, cls, options), f"env.wrappers.{path}")
 
 
 def wrapper_from_path(path: str) -> Any:
@@ -72,4 +116,4 @@ def wrapper_from_path(path: str) -> Any:
     return factory
 
 
-__all__ = ["load_wrapper_class", "wrapper_from_path"]
+__all__ = ["KeepRawReward", "KeepRawRewardVector", "load_wrapper_class", "wrapper_from_path"]
