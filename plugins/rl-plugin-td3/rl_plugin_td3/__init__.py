@@ -27,7 +27,7 @@ from rl_plugin_nets import Activation, EncoderOptions
 from rlcore import Algorithm, Range, hookimpl
 
 __version__ = "0.1.0"
-__all__ = ["DDPG_DEFAULTS", "DEFAULTS", "TD3Options", "build_td3", "rl_register_algorithms"]
+__all__ = ["DDPG_DEFAULTS", "DEFAULTS", "TD3Options", "build_ddpg", "build_td3", "rl_register_algorithms"]
 
 NonNegative = Annotated[float, Range(ge=0)]
 
@@ -104,7 +104,7 @@ DDPG_SUMMARY = "DDPG (deterministic actor, one critic; Gaussian or OU exploratio
 def build_td3(config: dict[str, Any], observation_space: Any, action_space: Any, device: Any = "cpu") -> Any:
     """Build the TD3 (or DDPG) loss module: its actor, critics, their targets and the exploring collection policy.
 
-    :param config: the ``algo`` section (``name`` is ignored: ``ddpg`` is ``td3`` with its defaults).
+    :param config: the ``algo`` section (``ddpg`` is ``td3`` with its own defaults).
     :param observation_space: the single env's observation space (a one-dimensional ``Box``, or images).
     :param action_space: the single env's action space (a bounded one-dimensional ``Box``).
     :param device: where the modules live.
@@ -115,11 +115,18 @@ def build_td3(config: dict[str, Any], observation_space: Any, action_space: Any,
     return build_loss(config, observation_space, action_space, device)
 
 
+def build_ddpg(config: dict[str, Any], observation_space: Any, action_space: Any, device: Any = "cpu") -> Any:
+    """Build the DDPG loss module: :func:`build_td3`'s, its errors naming ``ddpg``."""
+    from ._build import build_loss
+
+    return build_loss(config, observation_space, action_space, device, algorithm="ddpg")
+
+
 @hookimpl
 def rl_register_algorithms() -> list[Algorithm]:
     """The ``td3`` and ``ddpg`` algorithms."""
     hooks = ("replay_buffer", "target_updater")
     return [
         Algorithm("td3", build_td3, DEFAULTS, TD3_SUMMARY, options=TD3Options, needs_hooks=hooks),
-        Algorithm("ddpg", build_td3, DDPG_DEFAULTS, DDPG_SUMMARY, options=TD3Options, needs_hooks=hooks),
+        Algorithm("ddpg", build_ddpg, DDPG_DEFAULTS, DDPG_SUMMARY, options=TD3Options, needs_hooks=hooks),
     ]

@@ -55,10 +55,12 @@ def exploration(opts: TD3Options, policy: DeterministicPolicy, action_space: Any
     )
 
 
-def build_loss(config: Mapping[str, Any], observation_space: Any, action_space: Any, device: str | torch.device = "cpu") -> TD3Loss:
-    """The TD3 loss module for an env's spaces (see :func:`rl_plugin_td3.build_td3`)."""
+def build_loss(
+    config: Mapping[str, Any], observation_space: Any, action_space: Any, device: str | torch.device = "cpu", algorithm: str = "td3"
+) -> TD3Loss:
+    """The TD3 loss module for an env's spaces (see :func:`rl_plugin_td3.build_td3`); ``algorithm`` names it in errors."""
     opts = parse_options(config)
-    cnn, obs_dim, action_dim = continuous_control(config.get("name") or "td3", opts, observation_space, action_space)
+    cnn, obs_dim, action_dim = continuous_control(algorithm, opts, observation_space, action_space)
     actor = Actor(obs_dim, action_dim, opts.hidden_sizes, opts.activation)
     critic = TwinQ(obs_dim, action_dim, opts.hidden_sizes, opts.activation, encoder=cnn, critics=2 if opts.twin else 1)
     policy = exploration(opts, DeterministicPolicy(actor, ActionBounds(action_space), critic.encoder), action_space)

@@ -66,5 +66,6 @@ def test_bad_input_is_one_line_naming_the_key(override, message):
 def test_discrete_actions_are_refused_with_the_reason(algo):
     env = gymnasium.make("CartPole-v1")
     with pytest.raises(rlcore.ConfigError, match=f"algo.name: {algo} needs a one-dimensional Box action space") as err:
-        rl_plugin_td3.build_td3({"name": algo}, env.observation_space, env.action_space)
+        registered = {a.name: a for a in rl_plugin_td3.rl_register_algorithms()}  # called as rl-core calls it: no name in the section
+        registered[algo].build({}, env.observation_space, env.action_space)
     assert "\n" not in str(err.value)
