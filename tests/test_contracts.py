@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import pickle
 import typing
@@ -227,6 +228,35 @@ def test_a_factory_s_keyword_parameters_are_its_options():
         rlcore.validate_options("loggers.mine", make, {"every": "x"}, skip=("exp_name", "log_dir"))
     with pytest.raises(rlcore.ConfigError, match=r"^loggers.mine.exp_name: required \(no default\)$"):
         rlcore.validate_options("loggers.mine", make, {})
+
+
+@dataclass
+class SketchOptions:
+    """Options of a sketch hook."""
+
+    every: Annotated[int, Range(ge=1)] = 10
+    policy: Any = None  # only from Python
+
+    def __post_init__(self) -> None:
+        rlcore.validate_fields(self, "hooks.sketch")
+
+
+def test_a_hook_factory_checks_the_options_a_config_can_give_and_hands_on_the_python_only_ones():
+    loads: list[int] = []
+
+    def load() -> type:
+        loads.append(1)
+        return SketchOptions
+
+    factory = rlcore.hook_factory("sketch", SketchOptions, load, python_only=("policy",))
+    assert list(inspect.signature(factory).parameters) == ["every"] and factory.__doc__ == SketchOptions.__doc__ and not loads
+    assert rlcore.validate_options("hooks.sketch", factory, {"every": 5}, defaults=True) == {"every": 5}  # what config.yaml records
+    hook = factory(every=2e3, policy=print)
+    assert (hook.every, hook.policy, len(loads)) == (2000, print, 1)
+    with pytest.raises(rlcore.ConfigError, match=r"^unknown key hooks.sketch.bogus \(valid choices: every\)$"):
+        factory(bogus=1)
+    with pytest.raises(rlcore.ConfigError, match=r"^hooks.sketch.every: expected an integer >= 1, got 0$"):
+        SketchOptions(every=0)  # the dataclass checks itself: a hook class built directly too
 
 
 def test_a_callable_option_is_given_by_its_import_path_and_stays_a_string_in_the_config():

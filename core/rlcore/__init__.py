@@ -50,6 +50,8 @@ _LAZY = {
     "Range": "._options",
     "RunPath": "._options",
     "validate_options": "._options",
+    "validate_fields": "._options",
+    "hook_factory": "._options",
     "check_value": "._options",
     "import_object": "._options",
 }
@@ -88,6 +90,7 @@ __all__ = [
     "get_logger",
     "get_plugin_manager",
     "get_stats_random_rollout",
+    "hook_factory",
     "hookimpl",
     "hookspec",
     "import_object",
@@ -98,6 +101,7 @@ __all__ = [
     "make_vector_env",
     "read_metrics",
     "save_config",
+    "validate_fields",
     "validate_options",
 ]
 
@@ -109,7 +113,7 @@ if TYPE_CHECKING:
     from ._errors import error_line, first_line
     from ._evaluate import evaluate
     from ._logger import Gauge, Logger, generate_exp_name, get_logger
-    from ._options import Range, RunPath, check_value, import_object, validate_options
+    from ._options import Range, RunPath, check_value, hook_factory, import_object, validate_fields, validate_options
     from ._plugins import PluginInfo, PluginManager, get_plugin_manager
     from ._registry import Algorithm
     from ._run import build_trainer, make_optimizer

@@ -172,6 +172,55 @@ def validate_options(
     return out
 
 
+def validate_fields(options: Any, key: str, declared: type | None = None) -> None:
+    """Check the fields of a dataclass instance with :func:`validate_options` and store their converted values
+    (``1e4`` for an integer becomes ``10000``): what an options dataclass calls in ``__post_init__``.
+
+    :param options: the dataclass instance.
+    :param key: the config key of the whole (``hooks.evaluation``), for messages.
+    :param declared: the dataclass whose fields are checked; default: the nearest dataclass in the
+        instance's class hierarchy (a hook class may subclass its options without being a dataclass).
+    :raises ConfigError: naming ``key.<option>``, what was expected, and the value.
+    """
+    if declared is None:
+        declared = next(c for c in type(options).__mro__ if "__dataclass_fields__" in vars(c))
+    values = {f.name: getattr(options, f.name) for f in dataclasses.fields(declared)}
+    for name, value in validate_options(key, declared, values).items():
+        setattr(options, name, value)
+
+
+def hook_factory(name: str, options: type, load: Callable[[], Callable[..., Any]], python_only: Iterable[str] = ()) -> Callable[..., Any]:
+    """An ``rl_register_hooks`` factory declared by an options dataclass, that imports its hook only when called.
+
+    It carries the signature and docstring of ``options`` less the options only Python can give
+    (objects), so the kernel checks a config's option names and types, and ``rlctl config show`` writes
+    them out, without importing the hook's module; called from Python, it checks its keyword arguments
+    the same way (one line naming ``hooks.<name>.<option>``), and takes the Python-only ones too.
+
+    :param name: the hook's name in the config's ``hooks`` section.
+    :param options: the options dataclass.
+    :param load: returns the hook class (or any callable taking the options), importing it.
+    :param python_only: options a config cannot give: out of the factory's signature, handed on to the hook as they are.
+    """
+    left_out = set(python_only)
+
+    def factory(**kwargs: Any) -> Any:
+        objects = {k: v for k, v in kwargs.items() if k in left_out}
+        checked = validate_options(f"hooks.{name}", factory, {k: v for k, v in kwargs.items() if k not in left_out})
+        return load()(**checked, **objects)
+
+    signature, hints = inspect.signature(options), _hints(options)  # (the annotations evaluated in the options' module)
+    parameters = [
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=hints.get(p.name, p.annotation))
+        for p in signature.parameters.values()
+        if p.name not in left_out
+    ]
+    factory.__name__ = factory.__qualname__ = name
+    factory.__doc__ = options.__doc__
+    factory.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    return factory
+
+
 def _plain(value: Any) -> bool:
     """Whether ``value`` is a plain YAML value (``None``, a bool, number or string, or lists and mappings of them)."""
     if value is None or isinstance(value, (bool, int, float, str)):

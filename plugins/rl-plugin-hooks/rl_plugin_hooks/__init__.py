@@ -35,12 +35,11 @@ names above is used.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from rlcore import hookimpl, lazy_getattr, validate_options
+from rlcore import hook_factory, hookimpl, lazy_getattr
 
 from ._options import (
     BatchSubSamplerOptions,
@@ -121,26 +120,8 @@ def __dir__() -> list[str]:
 
 
 def _factory(options: type[HookOptions], hook_class: str) -> Callable[..., Any]:
-    """The ``rl_register_hooks`` factory of a hook: imports the hook class only when called.
-
-    It carries the signature and docstring of ``options`` less its Python-only options, so the kernel
-    checks the config's option names and types (and ``help()`` shows them) without importing torch;
-    called from Python, it checks them the same way (one line naming ``hooks.<name>.<option>``).
-
-    :param options: the hook's options dataclass.
-    :param hook_class: the name of the hook class in this package.
-    """
-
-    def factory(**kwargs: Any) -> Any:
-        kwargs = validate_options(f"hooks.{options.config_name}", factory, kwargs)  # a missing or unknown option too
-        return getattr(import_module(_LAZY[hook_class], __name__), hook_class)(**kwargs)
-
-    signature = inspect.signature(options)
-    parameters = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in signature.parameters.values() if p.name not in options.python_only]
-    factory.__name__ = factory.__qualname__ = options.config_name
-    factory.__doc__ = options.__doc__
-    factory.__signature__ = signature.replace(parameters=parameters, return_annotation=hook_class)  # type: ignore[attr-defined]
-    return factory
+    """The ``rl_register_hooks`` factory of a hook (:func:`rlcore.hook_factory`): imports the hook class only when called."""
+    return hook_factory(options.config_name, options, lambda: getattr(import_module(_LAZY[hook_class], __name__), hook_class), options.python_only)
 
 
 #: the config's factories, by name

@@ -13,7 +13,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
 from rl_plugin_video import EvaluationOptions, as_key
-from rlcore import ConfigError, Range, validate_options
+from rlcore import ConfigError, Range, RunPath, validate_fields, validate_options
 
 Positive = Annotated[int, Range(ge=1)]
 PositiveFloat = Annotated[float, Range(gt=0)]
@@ -43,10 +43,7 @@ class HookOptions:
         return f"hooks.{self.config_name}"
 
     def __post_init__(self) -> None:
-        declared = next(c for c in type(self).__mro__ if "__dataclass_fields__" in vars(c))
-        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(declared)}
-        for name, value in validate_options(self.config_key, declared, values).items():
-            setattr(self, name, value)
+        validate_fields(self, self.config_key)
 
 
 @dataclass(eq=False)
@@ -266,7 +263,7 @@ class LogValidationRewardOptions(HookOptions):
     video: bool = False
     fps: Positive = 30
     seed: int | None = None
-    directory: str | None = None
+    directory: RunPath | None = None
 
 
 __all__ = [

@@ -20,12 +20,11 @@ created or one of the names below is used.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from rlcore import hookimpl, lazy_getattr
+from rlcore import hook_factory, hookimpl, lazy_getattr
 
 from ._options import EvaluationOptions, TensorDictRecorderOptions, VideoRecorderOptions, as_key
 
@@ -83,25 +82,14 @@ __all__ = [
 __getattr__ = lazy_getattr(__name__, _LAZY)
 
 
-def _factory(name: str, options: type, module: str, hook_class: str) -> Callable[..., Any]:
-    """A factory for ``rl_register_hooks`` that imports the hook class only when called.
-
-    It carries the signature and docstring of ``options``, so the kernel checks option names
-    (and ``rlctl``/``help()`` show them) without importing torch.
-    """
-
-    def factory(**kwargs: Any) -> Any:
-        return getattr(import_module(module, __name__), hook_class)(**kwargs)
-
-    factory.__name__ = factory.__qualname__ = name
-    factory.__doc__ = options.__doc__
-    factory.__signature__ = inspect.signature(options).replace(return_annotation=hook_class)  # type: ignore[attr-defined]
-    return factory
+def _factory(name: str, options: type, module: str, hook_class: str, python_only: tuple[str, ...] = ()) -> Callable[..., Any]:
+    """The ``rl_register_hooks`` factory of a hook (:func:`rlcore.hook_factory`): imports the hook class only when called."""
+    return hook_factory(name, options, lambda: getattr(import_module(module, __name__), hook_class), python_only)
 
 
 video_recorder = _factory("video_recorder", VideoRecorderOptions, "._video_hook", "VideoRecorderHook")
 tensordict_recorder = _factory("tensordict_recorder", TensorDictRecorderOptions, "._rollouts", "TensorDictRecorderHook")
-evaluation = _factory("evaluation", EvaluationOptions, "._evaluation", "EvaluationHook")
+evaluation = _factory("evaluation", EvaluationOptions, "._evaluation", "EvaluationHook", python_only=("policy",))
 
 
 @hookimpl

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rlcore import ConfigError, RunPath, TrainerHookBase, check_value
+from rlcore import ConfigError, TrainerHookBase
 
 if TYPE_CHECKING:
     from rlcore import Trainer
@@ -27,25 +27,22 @@ class PluginHook(TrainerHookBase):
         """
         trainer.register_module(name, self)
         if not trainer.plugin_manager.is_registered(self):
-            trainer.register_plugin(self, f"rl_plugin_video.{name}")
+            trainer.register_plugin(self, f"hooks.{name}")
 
 
 def output_directory(trainer: Trainer, directory: str | None, default: str, key: str) -> Path:
-    """Where a hook writes: ``RUN_DIR/<directory>`` (which must stay inside the run directory), or
-    ``directory`` itself for a trainer without a run directory; ``RUN_DIR/<default>`` when it is ``None``.
+    """Where a hook writes: ``RUN_DIR/<directory>``, or ``directory`` itself (in the working directory) for a
+    trainer without a run directory; ``RUN_DIR/<default>`` when it is ``None``.
 
     :param trainer: the trainer.
-    :param directory: the hook's ``directory`` option.
+    :param directory: the hook's ``directory`` option (a :data:`rlcore.RunPath`, checked with the options).
     :param default: the folder inside the run directory.
     :param key: the option's config key, for the error.
-    :raises rlcore.ConfigError: without a run directory nor a ``directory``, or for a ``directory``
-        that would leave the run directory.
+    :raises rlcore.ConfigError: without a run directory nor a ``directory``.
     """
     run_dir = getattr(trainer, "run_dir", None)
     if directory is not None:
-        if run_dir is None:
-            return Path(directory)
-        return Path(run_dir) / check_value(key, directory, RunPath)
+        return Path(directory) if run_dir is None else Path(run_dir) / directory
     if run_dir is None:
         raise ConfigError(f"{key}: the trainer has no run directory; set this option to a folder")
     return Path(run_dir) / default

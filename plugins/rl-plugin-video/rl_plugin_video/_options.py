@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from rlcore import ConfigError, Range, validate_options
+from rlcore import ConfigError, Range, RunPath, validate_fields
 
 Positive = Annotated[int, Range(ge=1)]
 NonNegative = Annotated[int, Range(ge=0)]
@@ -47,20 +47,6 @@ def key_name(key: str | tuple[str, ...]) -> str:
     return ".".join(key) if isinstance(key, tuple) else key
 
 
-def _validate(options: Any, key: str, declaration: type) -> None:
-    """Check the fields of ``options`` against ``declaration`` with the kernel's validator and store the
-    converted values (``1e4`` for an integer becomes ``10000``).
-
-    :param options: the dataclass instance.
-    :param key: the config key of the hook (``hooks.evaluation``), for the one-line errors.
-    :param declaration: the options dataclass.
-    :raises rlcore.ConfigError: naming ``key.<option>``, what was expected, and the value.
-    """
-    values = {f.name: getattr(options, f.name) for f in dataclasses.fields(declaration)}
-    for name, value in validate_options(key, declaration, values).items():
-        setattr(options, name, value)
-
-
 @dataclasses.dataclass(eq=False)
 class VideoRecorderOptions:
     """Options of the ``video_recorder`` hook: videos of the training envs in ``RUN_DIR/videos/``.
@@ -88,10 +74,10 @@ class VideoRecorderOptions:
     dump_on_episode_end: bool = True
     max_envs: Positive = 16
     name: str = "train"
-    directory: str | None = None
+    directory: RunPath | None = None
 
     def __post_init__(self) -> None:
-        _validate(self, "hooks.video_recorder", VideoRecorderOptions)
+        validate_fields(self, "hooks.video_recorder", VideoRecorderOptions)
 
 
 @dataclasses.dataclass(eq=False)
@@ -109,10 +95,10 @@ class TensorDictRecorderOptions:
     interval: NonNegative = 0
     max_batches: Positive | None = None
     keys: list[str] | None = None
-    directory: str | None = None
+    directory: RunPath | None = None
 
     def __post_init__(self) -> None:
-        _validate(self, "hooks.tensordict_recorder", TensorDictRecorderOptions)
+        validate_fields(self, "hooks.tensordict_recorder", TensorDictRecorderOptions)
 
 
 @dataclasses.dataclass(eq=False)
@@ -167,7 +153,7 @@ class EvaluationOptions:
     final: bool = True
     seed: int | None = None
     env: str | Callable[..., Any] | VectorEnvLike | None = None
-    directory: str | None = None
+    directory: RunPath | None = None
     policy: Callable[..., Any] | None = None
     exploration_type: ExplorationName = "deterministic"
     log_keys: list[Key] | None = None
@@ -177,7 +163,7 @@ class EvaluationOptions:
     frame_skip: Positive = 1
 
     def __post_init__(self) -> None:
-        _validate(self, self.config_key, EvaluationOptions)
+        validate_fields(self, self.config_key, EvaluationOptions)
         if self.episodes is None and self.record_frames is None:
             raise ConfigError(f"{self.config_key}.episodes: set episodes or record_frames (both are null)")
 
