@@ -33,8 +33,11 @@ class RewardNormalizer(RewardNormalizerOptions, TrainerHookBase):
 
     and :meth:`normalize_reward` (at ``process_optim_batch``) hands each optimisation step a copy of its
     sub-batch with ``reward = scale * (reward - mean) / std``; the collected batch itself is left as it
-    is. The statistics are the hook's state (checkpointed). The options are those of
-    :class:`~rl_plugin_hooks.RewardNormalizerOptions`.
+    is. A loss that learns from each batch as collected (``on_policy = True``: rl-plugin-pg's, whose
+    advantages and value targets are computed from the batch's rewards at ``batch_process``) gets the
+    normalised copy there instead, right after the statistics are updated: at ``process_optim_batch``
+    it would be too late to change what it learns. The statistics are the hook's state (checkpointed).
+    The options are those of :class:`~rl_plugin_hooks.RewardNormalizerOptions`.
     """
 
     def __post_init__(self) -> None:
@@ -85,6 +88,14 @@ class RewardNormalizer(RewardNormalizerOptions, TrainerHookBase):
         self._normalize_has_been_called = True
         return tensordict
 
+    def update_and_normalize(self, batch: TensorDictBase) -> TensorDictBase:
+        """:meth:`update_reward_stats`, then :meth:`normalize_reward` of the same batch (for an on-policy loss).
+
+        :param batch: a collected batch.
+        """
+        self.update_reward_stats(batch)
+        return self.normalize_reward(batch)
+
     @property
     def stats(self) -> dict[str, Any]:
         """The running statistics: ``decay``, ``sum``, ``ssq``, ``count``, ``mean``, ``var``, ``std``."""
@@ -105,13 +116,17 @@ class RewardNormalizer(RewardNormalizerOptions, TrainerHookBase):
         self._update_has_been_called = bool(state_dict["_update_has_been_called"])
 
     def register(self, trainer: Trainer, name: str = "reward_normalizer") -> None:
-        """Update the statistics at ``batch_process`` and normalise at ``process_optim_batch`` of ``trainer``.
+        """Update the statistics at ``batch_process`` and normalise at ``process_optim_batch`` of ``trainer``
+        (both at ``batch_process`` for an on-policy loss, see the class).
 
         :param trainer: the trainer.
         :param name: the name of its state in checkpoints.
         """
-        trainer.register_op("batch_process", self.update_reward_stats)
-        trainer.register_op("process_optim_batch", self.normalize_reward)
+        if getattr(trainer.loss_module, "on_policy", False):
+            trainer.register_op("batch_process", self.update_and_normalize)
+        else:
+            trainer.register_op("batch_process", self.update_reward_stats)
+            trainer.register_op("process_optim_batch", self.normalize_reward)
         trainer.register_module(name, self)
 
 

@@ -101,3 +101,36 @@ def test_a_bad_optimizer_group_is_one_line_before_anything_runs(tmp_path: Path, 
         rlcore.build_trainer(_config("tiny", hooks, 64), tmp_path / "run", plugin_manager=pm)
     assert str(error.value) == "hooks.optimizer_hook.groups.actor.params: 'policy.actor' names no parameter of the loss module (valid choices: actor, critic)"
     assert not (tmp_path / "run").exists()
+
+
+def test_reward_normalizer_changes_what_an_on_policy_algorithm_learns(tmp_path: Path) -> None:
+    pytest.importorskip("rl_plugin_pg")
+    import torch
+
+    pm = rlcore.get_plugin_manager(only=["rl-plugin-hooks", "rl-plugin-pg", "rl-plugin-envs"])  # (PPO's preset for Pendulum wraps its envs)
+
+    def trained(hooks: dict[str, Any], name: str) -> tuple[rlcore.Trainer, list[Any]]:
+        config = {**_config("ppo", hooks, 128, epochs=2), "env": {"id": "Pendulum-v1", "num_envs": 2}}  # rewards that vary
+        trainer = rlcore.build_trainer(config, tmp_path / name, plugin_manager=pm)
+        seen: list[Any] = []
+        trainer.plugin_manager.register(_SeenByLoss(seen), f"seen-{name}")
+        trainer.train()
+        return trainer, seen
+
+    plain, raw = trained({}, "plain")
+    normalised, seen = trained({"reward_normalizer": {"decay": 0.9, "scale": 5.0}}, "normalised")
+    first = raw[0]  # the first batch is the same in both runs (same seed, same policy before any update)
+    assert torch.allclose(seen[0], (first - first.mean()) / first.std() * 5.0, atol=1e-4)  # PPO's advantages come from these
+    params = zip(plain.loss_module.parameters(), normalised.loss_module.parameters(), strict=True)
+    assert not all(torch.equal(a, b) for a, b in params)
+
+
+class _SeenByLoss:
+    """Records the rewards of each batch as the loss module's ``rl_batch_process`` receives them."""
+
+    def __init__(self, seen: list[Any]) -> None:
+        self.seen = seen
+
+    @rlcore.hookimpl(trylast=True)  # (the loss module's runs last of all: its hook returns the batch flattened)
+    def rl_batch_process(self, batch: Any) -> None:
+        self.seen.append(batch["next", "reward"].clone())
