@@ -10,7 +10,7 @@ from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torch import nn
 
-from rl_plugin_nets import MLP
+from rl_plugin_nets import MLP, float_observations
 
 
 class QNetwork(nn.Module):
@@ -56,8 +56,7 @@ class QNetwork(nn.Module):
         if self.encoder is not None:
             features = self.encoder(obs)  # activated
         else:
-            if obs.dim() != 2 or obs.dtype != torch.float32:
-                obs = obs.reshape(obs.shape[0], -1).float()
+            obs = float_observations(obs.reshape(obs.shape[0], -1))
             if not self.dueling:
                 return self.net.forward(obs)
             features = self.trunk.forward(obs)

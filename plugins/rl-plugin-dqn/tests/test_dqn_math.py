@@ -119,5 +119,7 @@ def test_image_observations_get_the_nature_dqn_and_vectors_the_mlp():
     assert rl_plugin_dqn.build_dqn({}, SPACE, ACTIONS).qnet.encoder is None
     flat = rl_plugin_dqn.build_dqn({"encoder": "mlp", "hidden_sizes": [8]}, minatar, gymnasium.spaces.Discrete(3))
     assert flat.qnet.encoder is None and flat.qnet.net.weight0.shape == (400, 8)
+    pong_flat = rl_plugin_dqn.build_dqn({"encoder": "mlp", "hidden_sizes": [8]}, pong, gymnasium.spaces.Discrete(6)).qnet
+    assert torch.equal(pong_flat(frames), pong_flat(frames.float() / 255))  # the MLP sees uint8 frames scaled, as the CNN does
     with pytest.raises(rlcore.ConfigError, match="algo.encoder: a CNN needs an image observation space"):
         rl_plugin_dqn.build_dqn({"encoder": "cnn"}, SPACE, ACTIONS)

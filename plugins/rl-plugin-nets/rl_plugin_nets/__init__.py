@@ -9,7 +9,8 @@
 :class:`EncoderOptions`,      the ``algo`` keys of an algorithm that takes a CNN for images (``encoder``,
 :func:`image_encoder`,         ``cnn_*``; its options dataclass inherits them), and the CNN they give, or
 ``ENCODER_KEYS``               ``None`` where it keeps its MLPs
-:class:`MLPEncoder`            flattened observations through an MLP
+:class:`MLPEncoder`,           flattened observations through an MLP; observations of any dtype as float32
+:func:`float_observations`     (``uint8`` scaled by 1/255), for networks that take them flat
 :class:`MLP`, ``ACTIVATIONS``  the MLP of every algorithm: one ``addmm`` per layer, ReLU and tanh in
 ``Activation``                 place; the activations by name, and the type of an ``activation`` option
 :func:`linear_parameter`       a weight or bias initialised as ``torch.nn.Linear``'s
@@ -70,7 +71,7 @@ if TYPE_CHECKING:
     from ._actions import ActionBounds, ActorPolicy, continuous_control
     from ._cnn import CNN, NATURE, SMALL, NatureCNN
     from ._critics import TwinQ
-    from ._encoders import ENCODERS, MLPEncoder, encoder_for, image_encoder
+    from ._encoders import ENCODERS, MLPEncoder, encoder_for, float_observations, image_encoder
     from ._mlp import ACTIVATIONS, MLP, linear_parameter
     from ._spaces import ImageLayout, image_layout, is_image_space
 
@@ -85,6 +86,7 @@ _LAZY = {
     "TwinQ": "._critics",
     "ENCODERS": "._encoders",
     "MLPEncoder": "._encoders",
+    "float_observations": "._encoders",
     "MLP": "._mlp",
     "ACTIVATIONS": "._mlp",
     "linear_parameter": "._mlp",
@@ -97,8 +99,8 @@ _LAZY = {
 
 __all__ = [
     "ACTIVATIONS", "CNN", "ENCODERS", "ENCODER_KEYS", "MLP", "NATURE", "SMALL", "ActionBounds", "Activation", "ActorPolicy", "EncoderKind", "EncoderOptions",
-    "ImageLayout", "MLPEncoder", "NatureCNN", "TwinQ", "continuous_control", "encoder_for", "image_encoder", "image_layout", "is_image_space",
-    "linear_parameter",
+    "ImageLayout", "MLPEncoder", "NatureCNN", "TwinQ", "continuous_control", "encoder_for", "float_observations", "image_encoder", "image_layout",
+    "is_image_space", "linear_parameter",
 ]  # fmt: skip
 
 

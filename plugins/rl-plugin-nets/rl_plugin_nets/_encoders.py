@@ -6,7 +6,6 @@ import math
 from collections.abc import Sequence
 from typing import Any, get_args
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -19,33 +18,38 @@ from ._spaces import image_layout, is_image_space
 ENCODERS: tuple[str, ...] = get_args(EncoderKind)
 
 
+def float_observations(obs: torch.Tensor) -> torch.Tensor:
+    """``obs`` as float32, for a network: ``uint8`` (frames) scaled to ``[0, 1]``, other dtypes converted as they are.
+
+    :param obs: observations of any dtype, on the network's device.
+    """
+    if obs.dtype == torch.float32:
+        return obs
+    return obs.float() / 255.0 if obs.dtype == torch.uint8 else obs.float()
+
+
 class MLPEncoder(nn.Module):
     """Flattened observations through an :class:`MLP` trunk (CleanRL's initialisation, each layer activated):
     ``[..., *obs_shape] -> [..., out_dim]``.
 
     With no hidden size it is the flattening alone (``out_dim`` is the observation's size).
-    Observations of any dtype are converted to float32 (``uint8`` scaled by 1/255).
+    Observations of any dtype are converted to float32 (:func:`float_observations`: ``uint8`` scaled by 1/255).
 
     :param obs_shape: one observation's shape.
     :param hidden_sizes: widths of the layers.
     :param activation: ``tanh``, ``relu``, ``elu``, ``gelu``, ``silu`` or ``leaky_relu``.
-    :param dtype: the observations' dtype.
     """
 
-    def __init__(self, obs_shape: Sequence[int], hidden_sizes: Sequence[int] = (64, 64), activation: str = "tanh", *, dtype: Any = "float32") -> None:
+    def __init__(self, obs_shape: Sequence[int], hidden_sizes: Sequence[int] = (64, 64), activation: str = "tanh") -> None:
         super().__init__()
         self.obs_shape = tuple(obs_shape)
-        self.scale = 255.0 if np.dtype(dtype) == np.uint8 else 1.0
         self.net = MLP([math.prod(self.obs_shape), *hidden_sizes], activation, init="orthogonal", activate_last=True)
         self.out_dim = self.net.out_dim
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """Features ``[..., out_dim]`` of observations ``[..., *obs_shape]``."""
         lead = obs.shape[: obs.dim() - len(self.obs_shape)]
-        flat = obs.reshape(*lead, -1).float()
-        if self.scale != 1.0:
-            flat = flat / self.scale
-        return self.net(flat)
+        return self.net(float_observations(obs.reshape(*lead, -1)))
 
 
 def encoder_for(
@@ -83,7 +87,7 @@ def encoder_for(
         raise ValueError(f"unknown encoder {kind!r}; valid choices: {', '.join(ENCODERS)}")
     shape, dtype = tuple(observation_space.shape), observation_space.dtype
     if kind == "mlp" or (kind == "auto" and not is_image_space(observation_space)):
-        return MLPEncoder(shape, hidden_sizes, activation, dtype=dtype)
+        return MLPEncoder(shape, hidden_sizes, activation)
     layout = image_layout(shape, dtype, channels_last)
     if layout is None:
         raise ValueError(f"a CNN needs an image observation space ([H, W], [H, W, C], [C, H, W] or [S, H, W, C]), got shape {shape}")

@@ -35,7 +35,7 @@ from tensordict import TensorDictBase
 from tensordict.nn import InteractionType, TensorDictModuleBase, interaction_type
 from torch import nn
 
-from rl_plugin_nets import MLP
+from rl_plugin_nets import MLP, float_observations
 from rlcore import ConfigError
 
 ACTION_BOUNDS = ("clip", "tanh")
@@ -130,8 +130,7 @@ class ActorCritic(TensorDictModuleBase):
             return self.encoder.forward(obs)
         if self.obs_ndim != 1:
             obs = obs.flatten(-self.obs_ndim) if self.obs_ndim else obs.unsqueeze(-1)
-        if obs.dtype != torch.float32:
-            obs = obs.float()
+        obs = float_observations(obs)
         return obs if self.trunk is None else self.trunk.forward(obs)
 
     # ------------------------------------------------------------------ acting

@@ -119,6 +119,7 @@ def test_image_observations_get_the_cnn_and_vectors_the_mlps():
     assert make_actor_critic(spaces.Box(-1, 1, (4,)), spaces.Discrete(2)).encoder is None
     flat = make_actor_critic(pong, spaces.Discrete(6), encoder="mlp", hidden_sizes=[8])
     assert flat.encoder is None and flat.actor_net.weight0.shape == (4 * 84 * 84, 8)
+    assert torch.equal(flat.actor(frames), flat.actor(frames.float() / 255))  # the MLP sees uint8 frames scaled, as the CNN does
     small = make_actor_critic(spaces.Box(0, 1, (10, 10, 4), bool), spaces.Discrete(3), cnn_channels=[8], cnn_features=32)
     assert small.encoder.net[0].out_channels == 8 and small.encoder.out_dim == 32 and small.actor_net.weight0.shape == (32, 3)
     with pytest.raises(rlcore.ConfigError, match="algo.encoder: a CNN needs an image observation space"):
