@@ -42,9 +42,10 @@ from __future__ import annotations
 
 import os
 import warnings
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from rlcore import ConfigError, Range, check_device, hookimpl, lazy_getattr
+from rlcore import ConfigError, Range, check_device, hookimpl, lazy_getattr, validate_options
 
 from ._keys import INDEX_KEY, PRIORITY_KEY, STEPS_KEY, TRANSITION_KEYS, WEIGHT_KEY
 
@@ -116,8 +117,6 @@ __all__ = [
     "target_updater",
 ]
 
-SAMPLERS = ("uniform", "prioritized")
-UPDATES = ("hard", "soft")
 Positive = Annotated[int, Range(ge=1)]
 ALPHA, BETA, TAU = 0.6, 0.4, 0.005  # the defaults of the hooks' options
 NonNegative = Annotated[float, Range(ge=0)]
@@ -179,19 +178,11 @@ def replay_buffer(
     :param exclude_keys: batch keys left out of the buffer: the ``pixels`` wrapper's frames, there for videos.
     :raises rlcore.ConfigError: for a bad value, naming the key.
     """
+    # each option as its annotation declares it, called from Python too (a config's are checked already), converted (1e5 is 100000)
+    o = SimpleNamespace(**validate_options("hooks.replay_buffer", replay_buffer, locals()))
     key = "replay_buffer"
-    _check(isinstance(capacity, int) and capacity >= 1, f"{key}.capacity", f"expected a positive integer, got {capacity!r}")
-    _check(isinstance(batch_size, int) and batch_size >= 1, f"{key}.batch_size", f"expected a positive integer, got {batch_size!r}")
-    _check(sampler in SAMPLERS, f"{key}.sampler", f"unknown value {sampler!r} (valid choices: {', '.join(SAMPLERS)})")
-    _check(alpha >= 0, f"{key}.alpha", f"expected a number >= 0, got {alpha!r}")
-    _check(beta >= 0, f"{key}.beta", f"expected a number >= 0, got {beta!r}")
-    _check(priority_eps > 0, f"{key}.priority_eps", f"expected a number > 0, got {priority_eps!r}")
-    _check(n_step is None or (isinstance(n_step, int) and n_step >= 1), f"{key}.n_step", f"expected a positive integer, got {n_step!r}")
-    _check(
-        init_random_frames is None or init_random_frames >= 0,
-        f"{key}.init_random_frames",
-        f"expected an integer >= 0, got {init_random_frames!r}",
-    )
+    capacity, batch_size, n_step, init_random_frames, max_dims = o.capacity, o.batch_size, o.n_step, o.init_random_frames, o.max_dims
+    alpha, beta, beta_end, priority_eps, gamma = o.alpha, o.beta, o.beta_end, o.priority_eps, o.gamma
     for excluded in exclude_keys:
         why = f"{excluded!r} is part of the transitions every off-policy loss reads ({', '.join(TRANSITION_KEYS)}); leave out other keys only, such as pixels"
         _check(excluded not in TRANSITION_KEYS, f"{key}.exclude_keys", why)
@@ -259,11 +250,10 @@ def target_updater(
     :param interval: optimizer steps between two updates.
     :raises rlcore.ConfigError: for a bad value, naming the key.
     """
-    _check(kind in UPDATES, "target_updater.kind", f"unknown value {kind!r} (valid choices: {', '.join(UPDATES)})")
+    checked = validate_options("hooks.target_updater", target_updater, locals())  # from Python too
+    tau, interval = checked["tau"], checked["interval"]
     if kind == "hard" and tau != TAU:
         warnings.warn("hooks.target_updater: tau is ignored: it moves the targets of a soft update, and a hard update copies them", stacklevel=2)
-    _check(isinstance(interval, int) and interval >= 1, "target_updater.interval", f"expected a positive integer, got {interval!r}")
-    _check(0 < tau <= 1, "target_updater.tau", f"expected a number in (0, 1], got {tau!r}")
     from ._targets import HardUpdate, SoftUpdate
 
     return HardUpdate(interval=interval) if kind == "hard" else SoftUpdate(tau=tau, interval=interval)
