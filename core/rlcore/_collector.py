@@ -26,8 +26,9 @@ class CollectorProtocol(Protocol):
 
     Iterating yields batches: TensorDicts of shape ``[envs, time]`` with TorchRL's keys. The
     trainer reads :attr:`policy` and :attr:`finished_episodes` after each batch, seeds the
-    collector once, checkpoints it, pushes new weights to it through
-    :meth:`update_policy_weights_` and shuts it down when training ends.
+    collector once, checkpoints it and shuts it down when training ends; :meth:`update_policy_weights_`
+    is how a collector acting elsewhere receives new weights (called by the ``update_weights`` hook, or
+    by the collector itself).
     """
 
     #: the collection policy (a ``tensordict.nn`` module reading ``observation``, writing ``action``)

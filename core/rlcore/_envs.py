@@ -229,8 +229,7 @@ def check_env(env_id: str, kwargs: Mapping[str, Any], plugin_manager: Any) -> No
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return
     names = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n != "self"]
-    if make is not constructor:
-        names += [n for n in _MAKE_KWARGS if n not in names]
+    names += [n for n in _MAKE_KWARGS if n not in names]  # (gymnasium.make's own)
     for key in kwargs:
         if key not in names:
             raise ConfigError(f"env.kwargs.{key}: {env_id} takes no such argument (valid choices: {', '.join(names) or 'none'})")

@@ -8,7 +8,6 @@ import fnmatch
 import inspect
 import os
 import re
-import sys
 import time
 import warnings
 from collections.abc import Iterable, Iterator
@@ -672,17 +671,6 @@ def _entry_points() -> list[metadata.EntryPoint]:
     if _ENTRY_POINTS is None:
         _ENTRY_POINTS = list(metadata.entry_points(group=ENTRY_POINT_GROUP))
     return _ENTRY_POINTS
-
-
-def refresh_entry_points() -> None:
-    """Forget the cached entry points (after installing a plugin in the running process)."""
-    global _ENTRY_POINTS
-    _ENTRY_POINTS = None
-    metadata_cache = getattr(sys, "path_importer_cache", None)
-    if metadata_cache is not None:
-        import importlib
-
-        importlib.invalidate_caches()
 
 
 def where_failed(error: BaseException) -> str:

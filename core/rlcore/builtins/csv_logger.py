@@ -24,7 +24,8 @@ METRICS_FILE = "metrics.csv"
 class CSVLogger(Logger):
     """Appends ``frames,name,value,wall_time`` rows to ``<log_dir>/<filename>``.
 
-    A resumed run appends to the same file, so the file always holds every value logged.
+    A resumed run appends to the same file, after dropping the rows logged after its checkpoint (:meth:`resume`: they
+    are logged again), so the file holds every value of the run once.
 
     :param exp_name: the run's name.
     :param log_dir: the run directory.
