@@ -6,6 +6,8 @@ import csv
 import io
 from pathlib import Path
 
+import pytest
+
 from rlcore.builtins.console_logger import ConsoleLogger
 from rlcore.builtins.csv_logger import HEADER, CSVLogger
 from rlcore.testing import LoggerConformance, MemoryLogger, Scalars
@@ -85,3 +87,18 @@ def test_console_prints_the_chosen_metrics_at_most_every_n_frames(tmp_path: Path
         ["64", "train/episode_return=1.5"],
         ["164", "train/episode_return=3.5"],
     ]
+
+
+def test_a_logger_built_from_python_checks_its_options_as_a_config_does(tmp_path):
+    import rlcore
+
+    (tmp_path / "config.yaml").write_text("algo: {name: ppo}\n")
+    for filename in ("config.yaml", "checkpoints/m.csv", "../m.csv", "/tmp/m.csv"):
+        with pytest.raises(rlcore.ConfigError, match=r"^loggers.csv.filename: expected a relative path inside the run directory"):
+            CSVLogger("run", tmp_path, filename=filename)
+    assert (tmp_path / "config.yaml").read_text() == "algo: {name: ppo}\n"  # the run's own file, untouched
+    with pytest.raises(rlcore.ConfigError, match=r"^unknown key loggers.csv.filenme \(valid choices: filename\)$"):
+        rlcore.get_logger("csv", exp_name="run", log_dir=tmp_path, filenme="m.csv")
+    logger = rlcore.get_logger("csv", exp_name="run", log_dir=tmp_path, filename="sub/m.csv")
+    logger.close()
+    assert (tmp_path / "sub" / "m.csv").is_file()

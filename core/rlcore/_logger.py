@@ -144,13 +144,15 @@ def get_logger(
     :param exp_name: the run's name.
     :param log_dir: the run directory.
     :param plugin_manager: where to look the name up; the default loads installed plugins.
-    :param options: the logger's own options.
-    :raises rlcore.ConfigError: when no plugin registers ``name``.
+    :param options: the logger's own options, checked as a config's are.
+    :raises rlcore.ConfigError: when no plugin registers ``name``, or for a bad option.
     """
+    from ._options import validate_options
     from ._plugins import get_plugin_manager
 
     pm = plugin_manager or get_plugin_manager()
     factory = pm.factory("loggers", name)
+    options = validate_options(f"loggers.{name}", factory, options, skip=("exp_name", "log_dir"))
     return factory(exp_name=exp_name, log_dir=log_dir, **options)
 
 

@@ -136,13 +136,17 @@ def is_run_directory(path: Path) -> bool:
 
 
 def inside(directory: Path, relative: str | os.PathLike[str], key: str) -> Path:
-    """``directory/relative``, refused if it would leave ``directory``.
+    """``directory/relative`` for a :data:`rlcore.RunPath` option, refused if it is none or if it would leave ``directory``
+    (through a link too).
 
     :param directory: the run directory.
     :param relative: a path relative to it.
     :param key: the config key that names it, for the message.
-    :raises ConfigError: for an absolute path or one that climbs out (``../x``).
+    :raises ConfigError: for an absolute path, one that climbs out (``../x``) or one of rl-core's own entries.
     """
+    from ._options import RunPath, check_value
+
+    check_value(key, str(relative), RunPath)
     path = Path(relative)
     resolved_dir = directory.resolve()
     target = (resolved_dir / path).resolve()
