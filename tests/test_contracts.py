@@ -383,3 +383,9 @@ def test_a_command_of_a_plugin_that_is_not_installed_names_it(capsys):
     pytest.importorskip("rl_plugin_plot")
     code, err = run_cli(capsys, "--no-plugin", "rl-plugin-plot", "plot", "runs/x")
     assert code == 2 and err.splitlines()[-1] == "rlctl: plot comes with rl-plugin-plot: pip install rl-plugin-plot"
+
+
+def test_a_batch_key_as_options_name_it():
+    assert rlcore.as_key("next.reward") == rlcore.as_key(["next", "reward"]) == rlcore.as_key(("next", "reward")) == rlcore.REWARD_KEY
+    assert rlcore.as_key("observation") == rlcore.as_key(["observation"]) == "observation"
+    assert rlcore.key_name(rlcore.REWARD_KEY) == "next.reward" and rlcore.key_name("action") == "action"

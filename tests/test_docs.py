@@ -361,3 +361,10 @@ def test_the_guide_config_block_is_rlctl_config_show_ppo(in_tmp: Path, capsys: p
             if key in shown[section] and value != shown[section][key]
         ]
     assert not differences, "docs/guide.md 'The config file' differs from `rlctl config show ppo`:\n" + "\n".join(differences)
+
+
+def test_every_public_name_of_rlcore_is_documented():
+    import rlcore
+
+    text = "".join(page.read_text() for page in (ROOT / "docs").glob("*.md")) + (ROOT / "README.md").read_text()
+    assert [name for name in rlcore.__all__ if name != "__version__" and name not in text] == []

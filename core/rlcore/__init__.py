@@ -50,6 +50,9 @@ _LAZY = {
     "Range": "._options",
     "RunPath": "._options",
     "validate_options": "._options",
+    "REWARD_KEY": "._keys",
+    "as_key": "._keys",
+    "key_name": "._keys",
     "validate_fields": "._options",
     "hook_factory": "._options",
     "check_value": "._options",
@@ -57,6 +60,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "REWARD_KEY",
     "Algorithm",
     "CheckpointBackend",
     "CheckpointError",
@@ -76,6 +80,7 @@ __all__ = [
     "Trainer",
     "TrainerHookBase",
     "__version__",
+    "as_key",
     "build_trainer",
     "check_device",
     "check_value",
@@ -94,6 +99,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "import_object",
+    "key_name",
     "lazy_getattr",
     "load_config",
     "load_env_states",
@@ -112,6 +118,7 @@ if TYPE_CHECKING:
     from ._envs import EnvWrapperProtocol, SaveableVectorEnv, env_states, get_stats_random_rollout, load_env_states, make_vector_env
     from ._errors import error_line, first_line
     from ._evaluate import evaluate
+    from ._keys import REWARD_KEY, as_key, key_name
     from ._logger import Gauge, Logger, generate_exp_name, get_logger
     from ._options import Range, RunPath, check_value, hook_factory, import_object, validate_fields, validate_options
     from ._plugins import PluginInfo, PluginManager, get_plugin_manager

@@ -349,7 +349,7 @@ def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__
 
 
 #: What failed, by command, for the last line of an unexpected error.
-_FAILED = {"train": "training", "eval": "evaluation", "config": "config show", "plugins": "plugins", "plot": "plotting"}
+_FAILED = {"train": "training", "eval": "evaluation", "config": "config show", "plugins": "plugins"}  # a plugin's command: "<name> failed"
 
 
 def _command(argv: list[str]) -> str:

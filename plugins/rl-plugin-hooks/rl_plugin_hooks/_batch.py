@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tensordict import TensorDictBase
 
-from rlcore import ConfigError, TrainerHookBase
+from rlcore import ConfigError, TrainerHookBase, as_key
 
-from ._options import BatchSubSamplerOptions, SelectKeysOptions, as_key
+from ._options import BatchSubSamplerOptions, SelectKeysOptions
 
 if TYPE_CHECKING:
     from rlcore import Trainer

@@ -6,15 +6,14 @@ from typing import TYPE_CHECKING, Any
 
 from tensordict import TensorDictBase
 
-from rlcore import TrainerHookBase
+from rlcore import REWARD_KEY, TrainerHookBase, as_key
 
-from ._options import CountFramesLogOptions, LogScalarOptions, as_key
+from ._options import CountFramesLogOptions, LogScalarOptions
 
 if TYPE_CHECKING:
     from rlcore import Trainer
 
 MASK_KEY = ("collector", "mask")
-REWARD_KEY = ("next", "reward")
 
 
 class LogScalar(LogScalarOptions, TrainerHookBase):

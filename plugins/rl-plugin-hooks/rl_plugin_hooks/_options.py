@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import KW_ONLY, dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
-from rl_plugin_video import EvaluationOptions, as_key
+from rl_plugin_video import EvaluationOptions
 from rlcore import ConfigError, Range, RunPath, validate_fields, validate_options
 
 Positive = Annotated[int, Range(ge=1)]
@@ -280,5 +280,4 @@ __all__ = [
     "RewardNormalizerOptions",
     "SelectKeysOptions",
     "UpdateWeightsOptions",
-    "as_key",
 ]

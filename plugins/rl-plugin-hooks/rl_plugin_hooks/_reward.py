@@ -7,15 +7,14 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tensordict import TensorDictBase
 
-from rlcore import TrainerHookBase
+from rlcore import REWARD_KEY, TrainerHookBase, as_key
 
-from ._options import RewardNormalizerOptions, as_key
+from ._options import RewardNormalizerOptions
 
 if TYPE_CHECKING:
     from rlcore import Trainer
 
 MASK_KEY = ("collector", "mask")
-REWARD_KEY = ("next", "reward")
 
 
 class RewardNormalizer(RewardNormalizerOptions, TrainerHookBase):

@@ -10,14 +10,13 @@ from typing import TYPE_CHECKING, Any
 from tensordict import TensorDictBase
 
 from rl_plugin_video import EvaluationHook
-from rlcore import ConfigError, TrainerHookBase
+from rlcore import REWARD_KEY, ConfigError, TrainerHookBase
 
 from ._options import LogValidationRewardOptions
 
 if TYPE_CHECKING:
     from rlcore import Trainer
 
-REWARD_KEY = ("next", "reward")
 
 
 class LogValidationReward(LogValidationRewardOptions, TrainerHookBase):

@@ -12,7 +12,7 @@ The frame pipeline (public): :func:`to_rgb` (one frame as ``uint8`` RGB ``[H, W,
 (frames of several envs as one grid), :func:`to_video_frame` (a frame, a batch or a list as one
 frame), :func:`to_rgb_video` (a video as ``uint8`` RGB ``[T, H, W, 3]``), :func:`pad_even`,
 :func:`write_mp4`, :func:`read_video` and :class:`VideoRecorder` (frames streamed to mp4 files).
-:func:`as_key` reads a batch key as the hooks' options take it (``next.reward``, ``[next, reward]``).
+:func:`rlcore.as_key` reads a batch key as the hooks' options take it (``next.reward``, ``[next, reward]``).
 
 This module stays light: numpy, torch, tensordict and imageio are imported only when a hook is
 created or one of the names below is used.
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlcore import hook_factory, hookimpl, lazy_getattr
 
-from ._options import EvaluationOptions, TensorDictRecorderOptions, VideoRecorderOptions, as_key
+from ._options import EvaluationOptions, TensorDictRecorderOptions, VideoRecorderOptions
 
 if TYPE_CHECKING:
     import click
@@ -63,7 +63,6 @@ __all__ = [
     "VideoRecorder",
     "VideoRecorderHook",
     "VideoRecorderOptions",
-    "as_key",
     "evaluation",
     "load_rollouts",
     "pad_even",

@@ -17,10 +17,10 @@ import numpy as np
 import torch
 
 import rlcore
-from rlcore import ConfigError, hookimpl
+from rlcore import REWARD_KEY, ConfigError, as_key, hookimpl, key_name
 
 from ._hook import PluginHook, output_directory
-from ._options import EvaluationOptions, VectorEnvLike, as_key, key_name
+from ._options import EvaluationOptions, VectorEnvLike
 from ._recorder import VideoRecorder
 
 if TYPE_CHECKING:
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from rlcore import Trainer
 
 #: the reward key of ``log_keys``, and the name it is logged under by default (TorchRL's)
-REWARD_KEY = ("next", "reward")
 REWARD_NAME = "r_evaluation"
 NO_ENV = "the trainer has no make_env; name an env to evaluate on"
 

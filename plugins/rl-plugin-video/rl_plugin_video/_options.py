@@ -31,22 +31,6 @@ class VectorEnvLike(Protocol):
     def step(self, actions: Any) -> Any: ...
 
 
-def as_key(key: Any) -> str | tuple[str, ...]:
-    """A batch key as tensordict takes it: ``"next.reward"``, ``["next", "reward"]`` and ``("next", "reward")``
-    are ``("next", "reward")``; ``"observation"`` stays a string.
-
-    :param key: a string, dotted for nested keys, or a sequence of strings.
-    """
-    if isinstance(key, (list, tuple)):
-        return tuple(key) if len(key) > 1 else str(key[0])
-    return tuple(key.split(".")) if "." in key else key
-
-
-def key_name(key: str | tuple[str, ...]) -> str:
-    """A key as one string, dotted for nested keys (``next.reward``): how it is named in logs and messages."""
-    return ".".join(key) if isinstance(key, tuple) else key
-
-
 @dataclasses.dataclass(eq=False)
 class VideoRecorderOptions:
     """Options of the ``video_recorder`` hook: videos of the training envs in ``RUN_DIR/videos/``.
@@ -168,4 +152,4 @@ class EvaluationOptions:
             raise ConfigError(f"{self.config_key}.episodes: set episodes or record_frames (both are null)")
 
 
-__all__ = ["EvaluationOptions", "ExplorationName", "Key", "TensorDictRecorderOptions", "VectorEnvLike", "VideoRecorderOptions", "as_key", "key_name"]
+__all__ = ["EvaluationOptions", "ExplorationName", "Key", "TensorDictRecorderOptions", "VectorEnvLike", "VideoRecorderOptions"]

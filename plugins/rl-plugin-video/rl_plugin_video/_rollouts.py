@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from tensordict import TensorDict, TensorDictBase
 
-from rlcore import ConfigError, hookimpl
+from rlcore import ConfigError, as_key, hookimpl
 
 from ._hook import PluginHook, output_directory
-from ._options import TensorDictRecorderOptions, as_key
+from ._options import TensorDictRecorderOptions
 
 if TYPE_CHECKING:
     from rlcore import Trainer

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rlcore import ConfigError, hookimpl
+from rlcore import ConfigError, as_key, hookimpl
 
 from ._frames import as_array
 from ._hook import PluginHook, output_directory
-from ._options import VideoRecorderOptions, as_key
+from ._options import VideoRecorderOptions
 from ._recorder import VideoRecorder
 
 if TYPE_CHECKING:
