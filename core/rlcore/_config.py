@@ -8,10 +8,13 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from ._errors import ConfigError
 from ._options import ImportPath, Range, validate_options
+
+if TYPE_CHECKING:
+    from ._plugins import PluginManager
 
 CONFIG_FILE = "config.yaml"
 SECTIONS = ("env", "collector", "algo", "optim", "trainer", "loggers", "hooks", "checkpoint")
@@ -253,7 +256,7 @@ def apply_overrides(config: dict[str, Any], overrides: Iterable[str]) -> dict[st
     return config
 
 
-def resolve_config(user: Mapping[str, Any], plugin_manager: Any) -> dict[str, Any]:
+def resolve_config(user: Mapping[str, Any], plugin_manager: PluginManager) -> dict[str, Any]:
     """Merge kernel defaults, the algorithm's defaults, its preset for the env and ``user``; check every key.
 
     Each value is checked against its declared type and range (the kernel's sections, the
@@ -328,7 +331,7 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: Any) -> dict[str, An
     return config
 
 
-def _collector_section(values: Mapping[str, Any], plugin_manager: Any) -> dict[str, Any]:
+def _collector_section(values: Mapping[str, Any], plugin_manager: PluginManager) -> dict[str, Any]:
     """The ``collector`` section, checked: the kernel's keys (``name``, ``frames_per_batch``), then the named
     collector's own options (its factory's keyword parameters), their defaults filled in.
 
@@ -349,7 +352,7 @@ def _collector_section(values: Mapping[str, Any], plugin_manager: Any) -> dict[s
     return {**kernel, **validate_options("collector", factory, {**defaults, **given}, COLLECTOR_ARGUMENTS)}
 
 
-def check_config(config: Mapping[str, Any], plugin_manager: Any) -> None:
+def check_config(config: Mapping[str, Any], plugin_manager: PluginManager) -> None:
     """The checks of a resolved config that look beyond one key: the env and its kwargs, the device,
     the batch shape. Run before anything is built or written.
 
@@ -391,7 +394,7 @@ def check_device(device: str, key: str) -> None:
         raise ConfigError(f"{key}: {device!r} is not available on this machine (valid choices: {', '.join(available)})")
 
 
-def participants(config: Mapping[str, Any], plugin_manager: Any) -> dict[str, str]:
+def participants(config: Mapping[str, Any], plugin_manager: PluginManager) -> dict[str, str]:
     """``{distribution: version}`` of the plugins that take part in a run of ``config``.
 
     Those that provide a name the config uses (algorithm, loggers, hooks, env, wrappers, backend)
@@ -403,7 +406,7 @@ def participants(config: Mapping[str, Any], plugin_manager: Any) -> dict[str, st
     used += [("collectors", config["collector"]["name"])]
     used += [(section, n) for section in NAMED_SECTIONS for n, o in config[section].items() if o is not None]
     used += [("env_wrappers", n) for n in config["env"]["wrappers"]]
-    names = {found[0] for kind, n in used if isinstance(n, str) and (found := plugin_manager.provider(kind, n)) is not None}
+    names = {provided[0] for kind, n in used if isinstance(n, str) and (provided := plugin_manager.provider(kind, n)) is not None}
     hooks = set(LOOP_HOOKS) | set(LIFECYCLE_HOOKS)
     names |= {info.name for info in plugin_manager.infos.values() if info.ok and hooks & set(info.hooks)}
     found = {plugin_manager.infos[n].distribution: plugin_manager.infos[n].version for n in names if n in plugin_manager.infos}
@@ -430,7 +433,7 @@ def _check_recorded(recorded: Any) -> None:
 def load_config(
     path: str | os.PathLike[str] | None = None,
     overrides: Iterable[str] = (),
-    plugin_manager: Any = None,
+    plugin_manager: PluginManager | None = None,
     **sections: Mapping[str, Any],
 ) -> dict[str, Any]:
     """Read, override and resolve a config.
@@ -481,7 +484,7 @@ def save_config(config: Mapping[str, Any], path: str | os.PathLike[str]) -> Path
     return path
 
 
-def default_config(algo: str, env: str | None = None, plugin_manager: Any = None) -> dict[str, Any]:
+def default_config(algo: str, env: str | None = None, plugin_manager: PluginManager | None = None) -> dict[str, Any]:
     """The resolved default config of algorithm ``algo`` (with its preset for ``env``, if it has one).
 
     What ``rlctl config show ALGO [--env ENV]`` prints.

@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Annotated, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, runtime_checkable
 
 from ._errors import ConfigError, PluginError, error_line
 from ._options import Range, check_value, import_module, validate_options
+
+if TYPE_CHECKING:
+    from ._plugins import PluginManager
 
 
 def make_vector_env(
@@ -18,7 +21,7 @@ def make_vector_env(
     vectorization: str = "sync",
     kwargs: Mapping[str, Any] | None = None,
     wrappers: Mapping[str, Mapping[str, Any] | None] | None = None,
-    plugin_manager: Any = None,
+    plugin_manager: PluginManager | None = None,
 ) -> Any:
     """A ``gymnasium.vector.VectorEnv`` in ``SAME_STEP`` autoreset mode, as the collector wants it.
 
@@ -50,7 +53,7 @@ def make_vector_env(
     return env
 
 
-def checked_wrappers(wrappers: Mapping[str, Mapping[str, Any] | None], pm: Any, *, defaults: bool = True) -> dict[str, dict[str, Any]]:
+def checked_wrappers(wrappers: Mapping[str, Mapping[str, Any] | None], pm: PluginManager, *, defaults: bool = True) -> dict[str, dict[str, Any]]:
     """An ``env.wrappers`` pipeline with each wrapper's options checked against its factory, as a config's are.
 
     :param wrappers: ``{name: options}``, in order.
@@ -75,7 +78,7 @@ def _vector_env(env: Any, made_by: str) -> Any:
     raise PluginError(f"{made_by} returned {env!r:.60}, expected a gymnasium.vector.VectorEnv")
 
 
-def env_maker(env_id: str, plugin_manager: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
+def env_maker(env_id: str, plugin_manager: PluginManager) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """How one env of ``env_id`` is made: ``(make(**kwargs), constructor)``, the constructor being
     what receives the kwargs (to check their names).
 
@@ -207,7 +210,7 @@ _MAKE_KWARGS: dict[str, Any] = {
 }
 
 
-def check_env(env_id: str, kwargs: Mapping[str, Any], plugin_manager: Any) -> None:
+def check_env(env_id: str, kwargs: Mapping[str, Any], plugin_manager: PluginManager) -> None:
     """Refuse an unknown env id, or a keyword argument its constructor does not take, before anything is built; the
     values too for an env of ``rl_register_envs`` (its factory's annotations, as for every factory's options).
 
@@ -236,7 +239,7 @@ def check_env(env_id: str, kwargs: Mapping[str, Any], plugin_manager: Any) -> No
 
 
 def get_stats_random_rollout(
-    env: Any, steps: int = 1000, seed: int | None = 0, eps: float = 1e-4, plugin_manager: Any = None
+    env: Any, steps: int = 1000, seed: int | None = 0, eps: float = 1e-4, plugin_manager: PluginManager | None = None
 ) -> dict[str, Any]:
     """Mean and standard deviation of the observations of a random-action rollout (TorchRL's helper of the same name).
 

@@ -9,7 +9,10 @@ import warnings
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._plugins import PluginManager
 
 
 class Logger:
@@ -135,7 +138,7 @@ def get_logger(
     *,
     exp_name: str,
     log_dir: str | os.PathLike[str],
-    plugin_manager: Any = None,
+    plugin_manager: PluginManager | None = None,
     **options: Any,
 ) -> Logger:
     """Create a logger by its registered name.

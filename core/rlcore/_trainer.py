@@ -11,7 +11,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -28,6 +28,9 @@ from ._optim import optimizer_step
 from ._plugins import PluginManager, get_plugin_manager, where_failed
 from ._profile import Profiler
 from .hookspecs import HOOK_POINTS, HookPoint
+
+if TYPE_CHECKING:
+    from ._distributed import Distributed
 
 STATE_VERSION = 1
 
@@ -337,7 +340,7 @@ class Trainer:
         self._failure: BaseException | None = None
 
         #: the data-parallel learners of a ``torchrun`` run (:class:`rlcore._distributed.Distributed`), else ``None``
-        self.distributed: Any = None
+        self.distributed: Distributed | None = None
 
         self.register_plugin(_Core(), "rlcore.trainer")
         if any(self.plugin_manager.parse_hookimpl_opts(loss_module, n) for n in dir(type(loss_module))):
