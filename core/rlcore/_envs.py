@@ -336,7 +336,9 @@ class SaveableVectorEnv(Protocol):
     """A vector env that can save and restore where its envs are (simulator state, RNGs, episode counters).
 
     A vector-env backend (``rl_register_vectorizations``) implements it when it can; the collector
-    then checkpoints it, and a resumed run continues its episodes exactly.
+    then checkpoints it, and a resumed run continues its episodes exactly. It may also implement
+    ``unsaveable() -> str | None``, which names what stops :meth:`env_state` (an env, a wrapper): the
+    resumed run's warning then says it.
     """
 
     def env_state(self) -> Any:
