@@ -254,6 +254,16 @@ class PluginManager(pluggy.PluginManager):
         self._registries.clear()
         return True
 
+    def add_named(self, plugin: Any, name: str) -> None:
+        """Register ``plugin`` under ``name`` (a run's own plugins, a test's), or refuse it in one line.
+
+        :raises ValueError: when another plugin has ``name``, or ``plugin`` is invalid (an unknown hook, ...).
+        """
+        if self.has_plugin(name):  # (add_plugin would note the failure on the plugin that has the name)
+            raise ValueError(f"plugin name {name!r} is taken by another plugin; register this one under another name")
+        if not self.add_plugin(plugin, name):
+            raise ValueError(self.infos[name].status.removeprefix("error: "))
+
     def copy(self) -> PluginManager:
         """A new manager with the same plugins registered (and the same statuses), sharing the plugin objects.
 

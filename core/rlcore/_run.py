@@ -246,23 +246,24 @@ def add_hook(trainer: Trainer, pm: PluginManager, name: str, options: dict[str, 
     """
     with pm.making("hooks", name) as who:
         hook = pm.factory("hooks", name)(**options)
-        if not isinstance(hook, TrainerHookBase) and not _hook_methods(pm, hook):
-            raise PluginError(f"hooks.{name}: {who} returned {hook!r:.60}, expected an rlcore.TrainerHookBase or an object with hook methods")
         try:
-            attach_hook(trainer, hook, name)
+            attach_hook(trainer, hook, name, made_by=who)
         except ValueError as err:
             raise PluginError(f"hooks.{name}: {who} made an invalid hook: {err}") from None
 
 
-def attach_hook(trainer: Trainer, hook: Any, name: str) -> None:
+def attach_hook(trainer: Trainer, hook: Any, name: str, made_by: str | None = None) -> None:
     """Add ``hook`` to ``trainer`` as a config's ``hooks.<name>`` is: a ``TrainerHookBase`` is ``register``-ed, any
     other object registered as a plugin under ``hooks.<name>``.
 
+    :param made_by: the plugin whose factory made ``hook``, for the messages.
     :raises PluginError: for an object that is neither, or a ``TrainerHookBase`` with hook methods that its ``register`` did
         not register (they would never run).
     """
     if not isinstance(hook, TrainerHookBase):
         if not _hook_methods(trainer.plugin_manager, hook):
+            if made_by is not None:
+                raise PluginError(f"hooks.{name}: {made_by} returned {hook!r:.60}, expected an rlcore.TrainerHookBase or an object with hook methods")
             raise PluginError(f"hooks.{name}: {hook!r:.60} is neither an rlcore.TrainerHookBase nor an object with hook methods")
         trainer.register_plugin(hook, f"hooks.{name}")
         return

@@ -396,11 +396,7 @@ class Trainer:
 
     def register_plugin(self, plugin: Any, name: str | None = None) -> None:
         """Register an object with ``@rlcore.hookimpl`` methods as a plugin of this trainer only."""
-        name = name or f"{type(plugin).__name__}-{id(plugin)}"
-        if self.plugin_manager.has_plugin(name):  # (add_plugin would note the failure on the plugin that has the name)
-            raise ValueError(f"plugin name {name!r} is taken by another plugin; register this one under another name")
-        if not self.plugin_manager.add_plugin(plugin, name):
-            raise ValueError(self.plugin_manager.infos[name].status.removeprefix("error: "))
+        self.plugin_manager.add_named(plugin, name or f"{type(plugin).__name__}-{id(plugin)}")
 
     # ------------------------------------------------------------------ control
     def stop(self, reason: str | None = None) -> None:

@@ -87,10 +87,7 @@ def make_trainer(
         name = name or (plugin.__name__ if isinstance(plugin, ModuleType) else f"{type(plugin).__name__}-{id(plugin)}")
         if pm.get_plugin(name) is plugin:  # one of plugin_manager's already
             continue
-        if pm.has_plugin(name):  # (add_plugin would note the failure on the plugin that has the name)
-            raise ValueError(f"plugin name {name!r} is taken by another plugin; register this one under another name")
-        if not pm.add_plugin(plugin, name):
-            raise ValueError(f"plugin {name!r}: {pm.infos[name].status.removeprefix('error: ')}")
+        pm.add_named(plugin, name)
     env = make_vector_env(env_id, num_envs, wrappers=wrappers, plugin_manager=pm)
     obs_space, action_space = env.single_observation_space, env.single_action_space
     if loss_module is not None:
