@@ -31,6 +31,7 @@ _LAZY = {
     "build_trainer": "._run",
     "evaluate": "._evaluate",
     "make_vector_env": "._envs",
+    "env_layers": "._envs",
     "env_states": "._envs",
     "load_env_states": "._envs",
     "make_optimizer": "._run",
@@ -87,6 +88,7 @@ __all__ = [
     "correct_for_frame_skip",
     "default_config",
     "dump_config",
+    "env_layers",
     "env_states",
     "error_line",
     "evaluate",
@@ -115,7 +117,7 @@ if TYPE_CHECKING:
     from ._checkpoint import CheckpointBackend, CheckpointError
     from ._collector import Collector, CollectorProtocol
     from ._config import check_device, correct_for_frame_skip, default_config, dump_config, load_config, save_config
-    from ._envs import EnvWrapperProtocol, SaveableVectorEnv, env_states, get_stats_random_rollout, load_env_states, make_vector_env
+    from ._envs import EnvWrapperProtocol, SaveableVectorEnv, env_layers, env_states, get_stats_random_rollout, load_env_states, make_vector_env
     from ._errors import error_line, first_line
     from ._evaluate import evaluate
     from ._keys import REWARD_KEY, as_key, key_name

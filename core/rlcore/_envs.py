@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, runtime_checkable
 
@@ -277,27 +277,28 @@ def get_stats_random_rollout(
     return {"loc": torch.as_tensor(loc, dtype=torch.float32), "scale": torch.as_tensor(scale, dtype=torch.float32)}
 
 
+def env_layers(env: Any) -> Iterator[Any]:
+    """``env`` and every layer under it, outermost first: each wrapper's ``env``, down to the vector env (and the env
+    it holds as ``env``, if any).
+
+    :param env: a (wrapped) env.
+    """
+    while env is not None:
+        yield env
+        env = getattr(env, "env", None)
+
+
 def env_states(env: Any) -> dict[str, Any]:
     """The ``state_dict`` of every wrapper of ``env`` that has one, outermost first, keyed by position."""
-    states = {}
-    depth = 0
-    while env is not None:
-        if hasattr(env, "state_dict"):
-            states[f"{depth}:{type(env).__name__}"] = env.state_dict()
-        env = getattr(env, "env", None)
-        depth += 1
-    return states
+    return {f"{depth}:{type(layer).__name__}": layer.state_dict() for depth, layer in enumerate(env_layers(env)) if hasattr(layer, "state_dict")}
 
 
 def load_env_states(env: Any, states: Mapping[str, Any]) -> None:
     """Restore :func:`env_states` into an env built with the same wrappers."""
-    depth = 0
-    while env is not None:
-        key = f"{depth}:{type(env).__name__}"
+    for depth, layer in enumerate(env_layers(env)):
+        key = f"{depth}:{type(layer).__name__}"
         if key in states:
-            env.load_state_dict(states[key])
-        env = getattr(env, "env", None)
-        depth += 1
+            layer.load_state_dict(states[key])
 
 
 def base_env(env: Any) -> Any:

@@ -17,7 +17,7 @@ from ._checkpoint import CheckpointBackend, CheckpointError
 from ._config import CONFIG_FILE, check_config, flatten, resolve_config, save_config
 from ._distributed import Distributed, DistributedCheckpoint, from_environment
 from ._distributed import check_config as check_distributed
-from ._envs import checked_wrappers, env_states, load_env_states, make_vector_env
+from ._envs import checked_wrappers, env_layers, env_states, load_env_states, make_vector_env
 from ._errors import ConfigError, PluginError
 from ._logger import generate_exp_name
 from ._markers import hookimpl
@@ -462,10 +462,9 @@ def _backend(config: Mapping[str, Any], run_dir: Path, pm: PluginManager) -> Che
 
 
 def _freeze(env: Any) -> None:
-    while env is not None:
-        if hasattr(env, "training"):
-            env.training = False
-        env = getattr(env, "env", None)
+    for layer in env_layers(env):
+        if hasattr(layer, "training"):
+            layer.training = False
 
 
 def _frozen_env(make_env: Any, train_env: Any, kwargs: Mapping[str, Any], num_envs: int = 1, **env_kwargs: Any) -> Any:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlcore import ConfigError, hookimpl
+from rlcore import ConfigError, env_layers, hookimpl
 
 from ._factories import IMPORT_PATH, WRAPPERS, ale, envpool, import_path
 
@@ -92,11 +92,7 @@ def rl_setup(trainer: Any) -> None:
 @hookimpl(tryfirst=True)
 def rl_batch_process(trainer: Any, batch: Any) -> None:
     """Write the frames of a ``pixels`` wrapper into the batch, before an algorithm flattens it."""
-    env = getattr(getattr(trainer, "collector", None), "env", None)
-    while env is not None:
-        if type(env).__name__ == "PixelRender":
-            from ._pixels import add_pixels
+    if any(type(layer).__name__ == "PixelRender" for layer in env_layers(getattr(getattr(trainer, "collector", None), "env", None))):
+        from ._pixels import add_pixels
 
-            add_pixels(trainer, batch)
-            return
-        env = getattr(env, "env", None)
+        add_pixels(trainer, batch)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorWrapper
 
-from rlcore import ConfigError
+from rlcore import ConfigError, env_layers
 
 
 class PixelRender(VectorWrapper):
@@ -77,11 +77,7 @@ class PixelRender(VectorWrapper):
 
 def find_pixel_render(env: Any) -> PixelRender | None:
     """The :class:`PixelRender` among ``env``'s wrappers, or ``None``."""
-    while env is not None:
-        if isinstance(env, PixelRender):
-            return env
-        env = getattr(env, "env", None)
-    return None
+    return next((layer for layer in env_layers(env) if isinstance(layer, PixelRender)), None)
 
 
 def add_pixels(trainer: Any, batch: Any) -> None:
