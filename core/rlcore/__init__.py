@@ -34,6 +34,7 @@ _LAZY = {
     "env_layers": "._envs",
     "env_states": "._envs",
     "load_env_states": "._envs",
+    "clip_grad_norm": "._trainer",
     "make_optimizer": "._run",
     "get_stats_random_rollout": "._envs",
     "read_metrics": ".builtins.csv_logger",
@@ -85,6 +86,7 @@ __all__ = [
     "build_trainer",
     "check_device",
     "check_value",
+    "clip_grad_norm",
     "correct_for_frame_skip",
     "default_config",
     "dump_config",
@@ -126,7 +128,7 @@ if TYPE_CHECKING:
     from ._plugins import PluginInfo, PluginManager, get_plugin_manager
     from ._registry import Algorithm
     from ._run import build_trainer, make_optimizer
-    from ._trainer import Trainer, TrainerHookBase
+    from ._trainer import Trainer, TrainerHookBase, clip_grad_norm
     from .builtins.csv_logger import read_metrics
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from rlcore import ConfigError, TrainerHookBase, make_optimizer
+from rlcore import ConfigError, TrainerHookBase, clip_grad_norm, make_optimizer
 
 from ._options import OptimizerGroupOptions, OptimizerGroupsOptions, OptimizerHookOptions
 
@@ -124,12 +124,13 @@ class OptimizerHook(OptimizerHookOptions, TrainerHookBase):
             )
 
 
-def _clip(params: list[torch.Tensor], clip_grad_norm: bool, clip_norm: float | None) -> torch.Tensor:
-    """Clip the gradients of ``params`` as TorchRL's optimizer hook does; return their norm before clipping."""
+def _clip(params: list[torch.Tensor], by_norm: bool, clip_norm: float | None) -> torch.Tensor:
+    """Clip the gradients of ``params`` as TorchRL's optimizer hook does (by their global norm, or each value);
+    return their norm before clipping."""
+    if by_norm and clip_norm is not None:
+        return clip_grad_norm(params, clip_norm)
     grads = [p.grad for p in params if p.grad is not None]
-    if clip_grad_norm and clip_norm is not None:
-        return nn.utils.clip_grad_norm_(params, clip_norm)
-    norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])) if grads else torch.zeros(())
+    norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))) if grads else torch.zeros(())
     if clip_norm is not None:
         nn.utils.clip_grad_value_(params, clip_norm)
     return norm
