@@ -35,6 +35,7 @@ pandas, matplotlib) are installed there too when missing.
     python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --breakdown   # where a frame's time goes
     python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --sb3-flush-denormal   # SB3 with denormals flushed too
     python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --device cuda          # both on a GPU
+    python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --autocast-bf16        # both updates in bfloat16 autocast
 """
 
 from __future__ import annotations
@@ -161,12 +162,13 @@ def rlcore_config(algo: str, seed: int, frames: int, profile: bool = False, devi
     return rlcore.load_config(overrides=[*overrides, f"trainer.total_frames={frames}", f"trainer.seed={seed}", *quiet])
 
 
-def run_rlcore(algo: str, seed: int, frames: int, breakdown: bool = False, device: str = "cpu") -> dict[str, Any]:
+def run_rlcore(algo: str, seed: int, frames: int, breakdown: bool = False, device: str = "cpu", autocast: bool = False) -> dict[str, Any]:
     """Train rl-core's ``algo`` with the pinned hyperparameters; return frames/s and the seconds to the threshold.
 
     :param breakdown: profile the run (``trainer.profile``) and return the seconds of its optimisation steps
         (sampling, losses, backward, optimizer, target update) as ``update_seconds``.
     :param device: the trainer's device (the networks, and the replay buffer's storage with them).
+    :param autocast: run the loss module's forward under ``torch.autocast`` in bfloat16 (its backward follows).
     """
     import torch
 
@@ -197,6 +199,8 @@ def run_rlcore(algo: str, seed: int, frames: int, breakdown: bool = False, devic
     with tempfile.TemporaryDirectory() as run_dir:
         trainer = rlcore.build_trainer(config, run_dir=run_dir)
         trainer.register_plugin(Evaluate(), "benchmark.evaluate")
+        if autocast:
+            trainer.loss_module.forward = in_bf16(trainer.loss_module.forward, device)  # type: ignore[method-assign]
         trainer.train()
         seconds = clock.training_seconds()
     row = _result("rl-core", algo, seed, trainer.collected_frames, seconds, clock)
@@ -207,13 +211,27 @@ def run_rlcore(algo: str, seed: int, frames: int, breakdown: bool = False, devic
     return row
 
 
-def run_sb3(algo: str, seed: int, frames: int, breakdown: bool = False, flush_denormal: bool = False, device: str = "cpu") -> dict[str, Any]:
+def in_bf16(fn: Any, device: str) -> Any:
+    """``fn`` run under ``torch.autocast(device, bfloat16)``: matrix products in bfloat16 (AMX or tensor cores), the rest as it was."""
+    import torch
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        with torch.autocast(torch.device(device).type, dtype=torch.bfloat16):
+            return fn(*args, **kwargs)
+
+    return wrapped
+
+
+def run_sb3(
+    algo: str, seed: int, frames: int, breakdown: bool = False, flush_denormal: bool = False, device: str = "cpu", autocast: bool = False
+) -> dict[str, Any]:
     """Train Stable-Baselines3's ``algo`` with the same hyperparameters; return frames/s and the seconds to the threshold.
 
     :param breakdown: time its ``train`` (sampling, losses, backward, optimizers, target update) and return
         the seconds as ``update_seconds``.
     :param flush_denormal: flush denormal floats to zero, as rl-core's off-policy losses do while they train.
     :param device: SB3's ``device`` (its networks and the sampled minibatches; its buffer stays in NumPy).
+    :param autocast: run its ``train`` (the updates) under ``torch.autocast`` in bfloat16.
     """
     ensure_sb3()
     import gymnasium as gym
@@ -307,6 +325,8 @@ def run_sb3(algo: str, seed: int, frames: int, breakdown: bool = False, flush_de
             seed=seed,
             verbose=0,
         )
+    if autocast:
+        model.train = in_bf16(model.train, device)  # type: ignore[method-assign]
     timed = {"seconds": 0.0, "updates": 0}
     if breakdown:
         train = model.train
@@ -453,6 +473,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--device", default="cpu", help="both frameworks' device, e.g. cuda (default: cpu)")
     parser.add_argument(
+        "--autocast-bf16",
+        action="store_true",
+        help="both sides' updates under torch.autocast in bfloat16 (matrix products in bfloat16: AMX on a CPU that has it)",
+    )
+    parser.add_argument(
         "--breakdown",
         action="store_true",
         help="instead of the timed pairs, one pair (the first seed): rl-core profiled, SB3's train timed; the updates against the rest",
@@ -474,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
         jobs = [(fn, seed) for i, seed in enumerate(args.seeds) for fn in ([run_rlcore, run_sb3] if i % 2 == 0 else [run_sb3, run_rlcore])]
         rows = []
         for fn, seed in jobs:  # one at a time, each in a fresh process
-            extra: dict[str, Any] = {"device": args.device}
+            extra: dict[str, Any] = {"device": args.device, "autocast": args.autocast_bf16}
             if fn is run_sb3 and args.sb3_flush_denormal:
                 extra["flush_denormal"] = True
             with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
