@@ -37,7 +37,7 @@ from tensordict import TensorDictBase, pad
 from rlcore import ConfigError, Gauge, TrainerHookBase, hookimpl
 
 from ._buffer import ReplayBuffer
-from ._exploration import _Exploration
+from ._exploration import LinearSchedule, _Exploration
 from ._keys import PRIORITY_KEY
 from ._nstep import NStepReturns
 from ._perf import flush_denormal
@@ -165,8 +165,7 @@ class ReplayBufferTrainer(TrainerHookBase):
         self._steps_in_batch = 0
         sampler = self.replay_buffer.sampler
         if self._beta_start is not None and self.beta_end is not None and isinstance(sampler, PrioritizedSampler):
-            progress = min(trainer.collected_frames / max(trainer.total_frames, 1), 1.0)
-            sampler.beta = self._beta_start + (self.beta_end - self._beta_start) * progress
+            sampler.beta = LinearSchedule(self._beta_start, self.beta_end, trainer.total_frames)(trainer.collected_frames)
 
     def log(self, batch: TensorDictBase) -> dict[str, float]:
         """``train/buffer_size``, ``train/update_to_data``, (prioritized) ``train/beta`` and the exploration
