@@ -32,6 +32,7 @@ This module stays light: importing it imports neither torch nor numpy nor gymnas
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any
 
 from rlcore import ConfigError, env_layers, hookimpl
@@ -89,10 +90,12 @@ def rl_setup(trainer: Any) -> None:
         raise ConfigError(f"env.wrappers.pixels.max_steps: {render.max_steps} steps of frames kept, a batch has {steps}; raise max_steps")
 
 
-@hookimpl(tryfirst=True)
-def rl_batch_process(trainer: Any, batch: Any) -> None:
-    """Write the frames of a ``pixels`` wrapper into the batch, before an algorithm flattens it."""
+@hookimpl(wrapper=True)
+def rl_batch_process(trainer: Any, batch: Any) -> Generator[None, Any, Any]:
+    """Write the frames of a ``pixels`` wrapper into the batch, before every other hook sees it (a recorder, an
+    algorithm that flattens it)."""
     if any(type(layer).__name__ == "PixelRender" for layer in env_layers(getattr(getattr(trainer, "collector", None), "env", None))):
         from ._pixels import add_pixels
 
         add_pixels(trainer, batch)
+    return (yield)

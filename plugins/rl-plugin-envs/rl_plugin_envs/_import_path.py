@@ -18,6 +18,7 @@ from functools import partial
 from typing import Any
 
 import gymnasium
+import numpy as np
 from gymnasium.vector import VectorWrapper
 
 from rlcore import ConfigError, error_line, import_object
@@ -54,7 +55,8 @@ class KeepRawRewardVector(VectorWrapper):
 
     def step(self, actions: Any) -> tuple[Any, ...]:
         obs, reward, terminated, truncated, info = self.env.step(actions)
-        return obs, reward, terminated, truncated, {**info, "raw_reward": info.get("raw_reward", reward)}
+        raw = info["raw_reward"] if "raw_reward" in info else np.array(reward, copy=True)  # (a copy: wrappers may change rewards in place)
+        return obs, reward, terminated, truncated, {**info, "raw_reward": raw}
 
 
 def _inside_keeping_raw(cls: type, options: dict[str, Any], env: Any) -> Any:

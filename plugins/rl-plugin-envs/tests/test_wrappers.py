@@ -318,10 +318,17 @@ def test_normalising_images_says_they_become_floats_for_an_mlp(name: str) -> Non
     env.close()
 
 
-@pytest.mark.parametrize("path", ["gymnasium.wrappers.TransformReward", "gymnasium.wrappers.vector.TransformReward"])
-def test_a_reward_wrapper_by_import_path_leaves_returns_in_the_envs_scale(tmp_path, path) -> None:
+@pytest.mark.parametrize(
+    ("path", "options", "reward"),
+    [
+        ("gymnasium.wrappers.TransformReward", '{func: "operator:neg"}', -1.0),  # CartPole's +1 a step, negated
+        ("gymnasium.wrappers.vector.TransformReward", '{func: "operator:neg"}', -1.0),
+        ("gymnasium.wrappers.vector.ClipReward", "{min_reward: 0, max_reward: 0.5}", 0.5),  # (it clips its array in place)
+    ],
+)
+def test_a_reward_wrapper_by_import_path_leaves_returns_in_the_envs_scale(tmp_path, path, options, reward) -> None:
     pytest.importorskip("rl_plugin_pg")
-    wrappers = f'{{{path}: {{func: "operator:neg"}}}}'  # CartPole's +1 a step, negated: the policy learns from -1s
+    wrappers = f"{{{path}: {options}}}"  # what the policy learns from
     overrides = ["algo.name=ppo", "env.id=CartPole-v1", "env.num_envs=4", f"env.wrappers={wrappers}", "collector.frames_per_batch=256"]
     trainer = rlcore.build_trainer(rlcore.load_config(overrides=[*overrides, "trainer.total_frames=1024"]), run_dir=tmp_path / "run")
     trainer.train()
@@ -329,7 +336,7 @@ def test_a_reward_wrapper_by_import_path_leaves_returns_in_the_envs_scale(tmp_pa
     assert logged["train/episode_return"] == logged["train/episode_length"]  # every step's +1, the last one's too
     env = rlcore.make_vector_env("CartPole-v1", 2, wrappers=trainer.config["env"]["wrappers"])
     env.reset(seed=0)
-    assert env.step(np.array([0, 1]))[1].tolist() == [-1.0, -1.0]  # what the algorithm learns from
+    assert env.step(np.array([0, 1]))[1].tolist() == [reward, reward]  # what the algorithm learns from
     report = rlcore.evaluate(trainer.loss_module.policy, env, 3, seed=1)
     assert report["returns"] == [float(n) for n in report["lengths"]]
     env.close()

@@ -147,6 +147,7 @@ def test_pixels_from_the_pixel_wrapper_with_every_algorithm(tmp_path: Path, algo
             "trainer.progress_bar=false",
             "loggers={csv: null, console: null}",
             "hooks.video_recorder={source: pixels, interval: 1000, dump_on_episode_end: false}",
+            "hooks.tensordict_recorder={keys: [pixels], interval: 1}",
         ]
     )
     seen: list[np.ndarray] = []
@@ -165,3 +166,7 @@ def test_pixels_from_the_pixel_wrapper_with_every_algorithm(tmp_path: Path, algo
     expected = np.concatenate([np.concatenate([b[0], b[1]], axis=2) for b in seen])  # [steps, 40, 120, 3]
     assert np.abs(frames.astype(int) - expected.astype(int)).mean() < 6  # the same frames, through H.264
     assert np.abs(frames[1:].astype(int) - frames[:-1].astype(int)).mean() > 0.1  # and the cart moves
+    from rl_plugin_video import load_rollouts
+
+    saved = [rollout["pixels"].numpy() for rollout in load_rollouts(tmp_path / "run" / "rollouts")]  # the recorder sees them too
+    assert len(saved) == len(seen) == 2 and all(np.array_equal(a, b) for a, b in zip(saved, seen, strict=True))
