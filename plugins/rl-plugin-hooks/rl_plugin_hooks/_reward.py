@@ -32,10 +32,12 @@ class RewardNormalizer(RewardNormalizerOptions, TrainerHookBase):
 
     and :meth:`normalize_reward` (at ``process_optim_batch``) hands each optimisation step a copy of its
     sub-batch with ``reward = scale * (reward - mean) / std``; the collected batch itself is left as it
-    is. A loss that learns from each batch as collected (``on_policy = True``: rl-plugin-pg's, whose
-    advantages and value targets are computed from the batch's rewards at ``batch_process``) gets the
-    normalised copy there instead, right after the statistics are updated: at ``process_optim_batch``
-    it would be too late to change what it learns. The statistics are the hook's state (checkpointed).
+    is. A loss that does not read its steps' rewards one by one from the sub-batches gets the normalised
+    copy at ``batch_process`` instead, right after the statistics are updated: one that learns from each
+    batch as collected (``on_policy = True``: rl-plugin-pg's, whose advantages and value targets are
+    computed from the batch's rewards there), and one of n-step transitions (``n_step > 1``: the replay
+    buffer stores sums of ``n`` rewards, which one-step statistics do not describe). At
+    ``process_optim_batch`` it would be too late, or wrong. The statistics are the hook's state (checkpointed).
     The options are those of :class:`~rl_plugin_hooks.RewardNormalizerOptions`.
     """
 
@@ -88,7 +90,7 @@ class RewardNormalizer(RewardNormalizerOptions, TrainerHookBase):
         return tensordict
 
     def update_and_normalize(self, batch: TensorDictBase) -> TensorDictBase:
-        """:meth:`update_reward_stats`, then :meth:`normalize_reward` of the same batch (for an on-policy loss).
+        """:meth:`update_reward_stats`, then :meth:`normalize_reward` of the same batch (see the class).
 
         :param batch: a collected batch.
         """
@@ -116,12 +118,13 @@ class RewardNormalizer(RewardNormalizerOptions, TrainerHookBase):
 
     def register(self, trainer: Trainer, name: str = "reward_normalizer") -> None:
         """Update the statistics at ``batch_process`` and normalise at ``process_optim_batch`` of ``trainer``
-        (both at ``batch_process`` for an on-policy loss, see the class).
+        (both at ``batch_process`` for an on-policy loss or n-step transitions, see the class).
 
         :param trainer: the trainer.
         :param name: the name of its state in checkpoints.
         """
-        if getattr(trainer.loss_module, "on_policy", False):
+        loss = trainer.loss_module
+        if getattr(loss, "on_policy", False) or (getattr(loss, "n_step", None) or 1) > 1:
             trainer.register_op("batch_process", self.update_and_normalize)
         else:
             trainer.register_op("batch_process", self.update_reward_stats)

@@ -134,3 +134,26 @@ class _SeenByLoss:
     @rlcore.hookimpl(trylast=True)  # (the loss module's runs last of all: its hook returns the batch flattened)
     def rl_batch_process(self, batch: Any) -> None:
         self.seen.append(batch["next", "reward"].clone())
+
+
+def test_reward_normalizer_normalises_the_steps_of_n_step_transitions(tmp_path: Path) -> None:
+    pytest.importorskip("rl_plugin_dqn")
+    import torch
+
+    pm = rlcore.get_plugin_manager(only=["rl-plugin-hooks", "rl-plugin-dqn", "rl-plugin-replay"])
+    config = {
+        "algo": {"name": "dqn", "n_step": 3, "init_random_frames": 128},
+        "env": {"id": "CartPole-v1", "num_envs": 2},
+        "collector": {"frames_per_batch": 64},
+        "trainer": {"total_frames": 512, "progress_bar": False, "seed": 0, "optim_steps_per_batch": 4},
+        "loggers": {"console": None},
+        "hooks": {"reward_normalizer": {"decay": 0.9}},
+    }
+    trainer = rlcore.build_trainer(config, tmp_path / "run", plugin_manager=pm)
+    sampled: list[Any] = []
+    trainer.register_op("process_optim_batch", lambda batch: sampled.append(batch["next", "reward"].clone()))
+    trainer.train()
+    rewards = torch.cat(sampled)
+    # CartPole pays 1 every step: normalised, each step's reward is 0, and so is a sum of three of them (it was
+    # the sum, 2.97, normalised with one step's statistics: thousands)
+    assert len(rewards) > 0 and rewards.abs().max() < 1e-2
