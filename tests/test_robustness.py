@@ -131,6 +131,8 @@ def test_a_failed_resume_leaves_the_run_exactly_as_it_was(tmp_path, capsys):
     assert (code, err) == (2, f"rlctl: error: env.num_envs: the run in {run} has 8; resuming it with 4 is refused\n")
     code, err = cli(capsys, "train", "--resume", str(run), "--set", "env.vectorization=async")  # the envs' saved state is sync's
     assert (code, err) == (2, f"rlctl: error: env.vectorization: the run in {run} has 'sync'; resuming it with 'async' is refused\n")
+    code, err = cli(capsys, "train", "--resume", str(run), "--set", "env.kwargs.render_mode=rgb_array")  # restored envs keep theirs
+    assert (code, err) == (2, f"rlctl: error: env.kwargs: the run in {run} has {{}}; resuming it with {{'render_mode': 'rgb_array'}} is refused\n")
     code, err = cli(capsys, "train", "--resume", str(run), "--set", "env.wrappers={frame_skip: {skip: 2}}")
     assert code == 2 and err.startswith("rlctl: error: env.wrappers: the run in ") and err.count("\n") == 1
     code, err = cli(capsys, "train", str(run / "config.yaml"), "--resume", str(run))

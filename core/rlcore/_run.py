@@ -345,8 +345,9 @@ def make_collector(
         return factory(env, policy, frames_per_batch, device=device, make_env=make_env, **options)
 
 
-#: what a resumed run keeps: its checkpoint holds that algorithm's state, and the state of that many envs of that id
-RESUME_KEEPS = (("algo", "name"), ("env", "id"), ("env", "num_envs"), ("env", "vectorization"), ("env", "wrappers"))
+#: what a resumed run keeps: its checkpoint holds that algorithm's state, and the state of that many envs of that id, built
+#: with those arguments (restoring an env restores its settings too: a render mode, a gravity, an episode limit)
+RESUME_KEEPS = (("algo", "name"), ("env", "id"), ("env", "num_envs"), ("env", "vectorization"), ("env", "kwargs"), ("env", "wrappers"))
 
 
 def check_same_run(run_dir: Path, config: Mapping[str, Any], pm: PluginManager) -> None:
