@@ -34,11 +34,11 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase, pad
 
-from rlcore import ConfigError, Gauge, TrainerHookBase, hookimpl
+from rlcore import ConfigError, Gauge, TrainerHookBase, hookimpl, key_name
 
 from ._buffer import ReplayBuffer
 from ._exploration import LinearSchedule, _Exploration
-from ._keys import PRIORITY_KEY
+from ._keys import NEXT_KEYS, PRIORITY_KEY, TRANSITION_KEYS
 from ._nstep import NStepReturns
 from ._perf import flush_denormal
 from ._samplers import PrioritizedSampler
@@ -235,7 +235,16 @@ class ReplayBufferTrainer(TrainerHookBase):
 
     @hookimpl(trylast=True)
     def rl_batch_process(self, batch: TensorDictBase) -> None:
-        """:meth:`extend` with the batch as every other ``batch_process`` hook and op leaves it (a reward scaled there is stored scaled)."""
+        """:meth:`extend` with the batch as every other ``batch_process`` hook and op leaves it (a reward scaled there is stored scaled).
+
+        :raises rlcore.ConfigError: when a key of a transition is missing (a ``select_keys`` hook that left it out).
+        """
+        keys = set(batch.keys(include_nested=True))
+        missing = [key for key in (*TRANSITION_KEYS[:2], *(("next", k) for k in NEXT_KEYS)) if key not in keys]
+        if missing:
+            have = ", ".join(sorted(key_name(k) for k in batch.keys(include_nested=True, leaves_only=True)))
+            raise ConfigError(f"hooks.replay_buffer: the batch has no key {key_name(missing[0])!r}, which a transition needs (the batch has: {have}); "
+                              "a hook before it (select_keys?) left it out")  # fmt: skip
         self.extend(batch)
 
     @hookimpl(trylast=True)

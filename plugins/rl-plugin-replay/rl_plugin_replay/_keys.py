@@ -12,3 +12,5 @@ PRIORITY_KEY = "td_error"
 STEPS_KEY = "steps_to_next_obs"
 #: the batch keys of a transition, which every off-policy loss reads (``next`` holds the next observation, reward and ends)
 TRANSITION_KEYS = ("observation", "action", "next")
+#: the keys of ``next`` a transition needs: the n-step sums and the losses' targets read them
+NEXT_KEYS = ("observation", "reward", "done", "terminated")

@@ -302,3 +302,17 @@ def test_a_constant_beta_is_the_config_s_after_a_resume(tmp_path):
     fresh.load_state_dict(trainer.state_dict())
     assert hook.replay_buffer.sampler.beta == 0.4 and fresh_hook.replay_buffer.sampler.beta == 0.9
     assert torch.equal(fresh_hook.replay_buffer.sampler.tree.leaves, hook.replay_buffer.sampler.tree.leaves)  # the rest is the run's
+
+
+def test_a_batch_without_a_key_a_transition_needs_is_refused_in_one_line(tmp_path):
+    pytest.importorskip("rl_plugin_hooks")
+    pytest.importorskip("rl_plugin_dqn")
+    config = rlcore.load_config(
+        overrides=[
+            "algo.name=dqn", "env.num_envs=2", "collector.frames_per_batch=32", "trainer.total_frames=64", "trainer.progress_bar=false",
+            "loggers.console=null", "hooks.select_keys={keys: [observation, action, next.reward, next.observation, next.terminated]}",
+        ]
+    )  # fmt: skip
+    trainer = rlcore.build_trainer(config, run_dir=tmp_path / "run")
+    with pytest.raises(rlcore.ConfigError, match=r"^hooks.replay_buffer: the batch has no key 'next.done', which a transition needs \(the batch has: action, "):
+        trainer.train()
