@@ -12,6 +12,26 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import InteractionType, set_interaction_type
 
 
+def rewards_of_env(info: dict[str, Any], reward: Any) -> Any:
+    """The env's own rewards of one vector step: ``info["raw_reward"]`` where a wrapper that changes rewards kept them,
+    else ``reward``.
+
+    An env inside a ``SAME_STEP`` vector env that ended its episode hands on its reset's info, its last step's in
+    ``info["final_info"]``: that env's raw reward is read there.
+
+    :param info: the vector step's info.
+    :param reward: the vector step's rewards.
+    """
+    raw = info.get("raw_reward", reward)
+    final = info.get("final_info")
+    if final is None or "raw_reward" not in final:
+        return raw
+    ended = np.asarray(final.get("_raw_reward", info["_final_info"]))
+    raw = np.array(raw, dtype=np.float64, copy=True)
+    raw[ended] = np.asarray(final["raw_reward"], dtype=np.float64)[ended]
+    return raw
+
+
 def _to_tensor(array: Any, device: torch.device) -> torch.Tensor:
     """A tensor on ``device`` sharing ``array``'s memory where it can; floating point becomes float32."""
     tensor = torch.from_numpy(array) if isinstance(array, np.ndarray) else torch.as_tensor(array)
@@ -167,7 +187,7 @@ class Collector:
                 else:
                     next_obs_list.append(self._obs)
                 rewards.append(reward)
-                raw_rewards.append(info.get("raw_reward", reward))
+                raw_rewards.append(rewards_of_env(info, reward))
                 terminateds.append(terminated)
                 truncateds.append(truncated)
         terminated_np, truncated_np = np.stack(terminateds, axis=1), np.stack(truncateds, axis=1)

@@ -15,7 +15,7 @@ import torch
 from tensordict import TensorDict
 from tensordict.nn import InteractionType, set_interaction_type
 
-from ._collector import _to_tensor
+from ._collector import _to_tensor, rewards_of_env
 from ._config import CONFIG_FILE, read_config_file, resolve_config
 from ._envs import load_env_states
 from ._errors import ConfigError, first_line
@@ -129,7 +129,7 @@ def evaluate(
                 step = policy(TensorDict({"observation": _to_tensor(obs, device)}, batch_size=[n], device=device))
                 obs, reward, terminated, truncated, info = env.step(step["action"].cpu().numpy())
                 counted = ~resetting
-                episode_return[counted] += np.asarray(info.get("raw_reward", reward), dtype=np.float64)[counted]
+                episode_return[counted] += np.asarray(rewards_of_env(info, reward), dtype=np.float64)[counted]
                 episode_length[counted] += 1
                 frames += int(counted.sum())
                 done = (np.asarray(terminated) | np.asarray(truncated)) & counted

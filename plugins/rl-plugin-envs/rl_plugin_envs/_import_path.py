@@ -27,24 +27,15 @@ from rlcore import ConfigError, error_line, import_object
 class KeepRawReward(gymnasium.Wrapper):
     """The env's reward into ``info["raw_reward"]`` (unless a wrapper inside set it), for a reward wrapper around it.
 
-    Its ``reset`` repeats the raw reward of the step before: a ``SAME_STEP`` vector env hands on the
-    reset's info, not the step's, on the step an episode ends.
+    (On the step an episode ends, a ``SAME_STEP`` vector env hands this info on in ``info["final_info"]``,
+    where rl-core reads it.)
 
     :param env: the env.
     """
 
-    def __init__(self, env: Any) -> None:
-        super().__init__(env)
-        self._raw: Any = 0.0
-
     def step(self, action: Any) -> tuple[Any, ...]:
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self._raw = info.get("raw_reward", reward)
-        return obs, reward, terminated, truncated, {**info, "raw_reward": self._raw}
-
-    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        obs, info = self.env.reset(**kwargs)
-        return obs, {**info, "raw_reward": self._raw}
+        return obs, reward, terminated, truncated, {**info, "raw_reward": info.get("raw_reward", reward)}
 
 
 class KeepRawRewardVector(VectorWrapper):

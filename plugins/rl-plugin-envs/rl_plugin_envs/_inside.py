@@ -45,13 +45,16 @@ class FrameSkip(MaxAndSkipObservation):
     """
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        total_reward, before, last = 0.0, None, None
+        total_reward, total_raw, before, last = 0.0, 0.0, None, None
         for _ in range(self._skip):
             obs, reward, terminated, truncated, info = self.env.step(action)
             total_reward += float(reward)
+            total_raw += float(info.get("raw_reward", reward))  # (a reward wrapper inside keeps the env's own there)
             before, last = last, obs
             if terminated or truncated:
                 break
+        if "raw_reward" in info:
+            info = {**info, "raw_reward": total_raw}
         return (last if before is None else np.maximum(before, last)), total_reward, terminated, truncated, info
 
     def state_dict(self) -> dict[str, Any]:

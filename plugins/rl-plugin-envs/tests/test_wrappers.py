@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gymnasium
 import numpy as np
+import torch
 import pytest
 from envs_helpers import assert_same, make, restore, rollout, save
 
@@ -340,3 +341,16 @@ def test_a_reward_wrapper_by_import_path_leaves_returns_in_the_envs_scale(tmp_pa
     report = rlcore.evaluate(trainer.loss_module.policy, env, 3, seed=1)
     assert report["returns"] == [float(n) for n in report["lengths"]]
     env.close()
+
+
+def test_returns_stay_in_the_envs_scale_with_a_reward_wrapper_inside_frame_skip(tmp_path) -> None:
+    wrappers = {"gymnasium.wrappers.TransformReward": {"func": "operator:neg"}, "frame_skip": {"skip": 4}}  # the reward wrapper innermost
+    config = rlcore.load_config(overrides=["algo.name=ppo", "env.id=CartPole-v1", f"env.wrappers={wrappers}"])
+    env = rlcore.make_vector_env("CartPole-v1", 2, wrappers=config["env"]["wrappers"])
+    report = rlcore.evaluate(lambda td: td.set("action", torch.zeros(2, dtype=torch.int64)), env, 4, seed=0)  # always left: short episodes
+    env.close()
+    plain = rlcore.make_vector_env("CartPole-v1", 2)
+    frames = rlcore.evaluate(lambda td: td.set("action", torch.zeros(2, dtype=torch.int64)), plain, 4, seed=0)["lengths"]
+    plain.close()
+    # CartPole's +1 a frame, every frame of the skips counted, the last step's too (its env's info comes in final_info)
+    assert sorted(report["returns"]) == sorted(float(n) for n in frames) and all(r > 2 * n for r, n in zip(report["returns"], report["lengths"], strict=True))
