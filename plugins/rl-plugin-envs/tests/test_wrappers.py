@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gymnasium
 import numpy as np
-import torch
 import pytest
+import torch
 from envs_helpers import assert_same, make, restore, rollout, save
 
 import rlcore
