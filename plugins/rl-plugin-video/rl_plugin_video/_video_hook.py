@@ -69,7 +69,8 @@ class VideoRecorderHook(VideoRecorderOptions, PluginHook):
         if self.source == "render" and add_step_observer is None:
             raise ConfigError(
                 "hooks.video_recorder.source: 'render' needs a collector with add_step_observer "
-                f"(rlcore.Collector), not {type(trainer.collector).__name__}; record a pixels key instead (source: pixels)"
+                f"(rlcore.Collector), not {type(trainer.collector).__name__}: training videos need the envs in this process "
+                "(collector.name: local); a key of frames the collector itself puts in its batches works too (source: pixels, key: ...)"
             )
         self._render = self.source == "render" or (self.source == "auto" and renders and add_step_observer is not None)
         if self._render and add_step_observer is not None:
