@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -156,6 +157,7 @@ class OptimizerGroups(OptimizerGroupsOptions, TrainerHookBase):
         super().__post_init__()
         #: the hook of each group, once registered
         self.hooks: dict[str, OptimizerHook] = {}
+        self._covered_checked = False
 
     def register(self, trainer: Trainer, name: str = "optimizer_hook") -> None:
         """Build each group's optimizer over the loss module's parameters and register its hook.
@@ -174,6 +176,24 @@ class OptimizerGroups(OptimizerGroupsOptions, TrainerHookBase):
             hook.where = key
             hook.register(trainer, f"{name}.{group}")
             self.hooks[group] = hook
+        trainer.register_op("optimizer", self._check_covered)
+
+    def _check_covered(self, losses: Mapping[str, torch.Tensor]) -> None:
+        """Say once, at the first step, which ``loss*`` components of the loss module no group optimises (they would
+        never move their parameters: SAC's ``loss_alpha`` without a group for ``log_alpha``)."""
+        if self._covered_checked:
+            return
+        self._covered_checked = True
+        named = [options.loss_components for options in self.group_options.values()]
+        if any(components is None for components in named):  # a group that takes every loss* component
+            return
+        left = sorted(k for k in losses.keys() if k.startswith("loss") and not any(k in components for components in named if components))
+        if left:
+            warnings.warn(
+                f"{self.config_key}.groups: no group's loss_components names {', '.join(left)}: "
+                "the parameters only they move stay as they are (and optim.lr_schedule moves no group)",
+                stacklevel=2,
+            )
 
     def state_dict(self) -> dict[str, Any]:
         return {}

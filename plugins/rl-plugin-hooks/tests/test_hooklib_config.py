@@ -157,3 +157,21 @@ def test_reward_normalizer_normalises_the_steps_of_n_step_transitions(tmp_path: 
     # CartPole pays 1 every step: normalised, each step's reward is 0, and so is a sum of three of them (it was
     # the sum, 2.97, normalised with one step's statistics: thousands)
     assert len(rewards) > 0 and rewards.abs().max() < 1e-2
+
+
+def test_optimizer_groups_say_which_loss_components_no_group_optimises(tmp_path: Path) -> None:
+    pytest.importorskip("rl_plugin_sac")
+    pm = rlcore.get_plugin_manager(only=["rl-plugin-hooks", "rl-plugin-sac", "rl-plugin-replay"])
+    groups = {"actor": {"params": ["actor"], "loss_components": ["loss_actor"]}, "critic": {"params": ["critic"], "loss_components": ["loss_qvalue"]}}
+    config = {
+        "algo": {"name": "sac", "init_random_frames": 32},
+        "env": {"id": "Pendulum-v1", "num_envs": 1},
+        "collector": {"frames_per_batch": 32},
+        "trainer": {"total_frames": 64, "progress_bar": False, "seed": 0},
+        "loggers": {"console": None},
+        "hooks": {"optimizer_hook": {"groups": groups}, "replay_buffer": {"batch_size": 16}},
+    }
+    trainer = rlcore.build_trainer(config, tmp_path / "run", plugin_manager=pm)
+    with pytest.warns(UserWarning, match=r"^hooks.optimizer_hook.groups: no group's loss_components names loss_alpha: ") as caught:
+        trainer.train()
+    assert sum("loss_components" in str(w.message) for w in caught) == 1  # said once
