@@ -96,6 +96,7 @@ def test_batch_process_values_and_bootstraps_the_whole_batch():
     batch = TensorDict(
         {
             "observation": _column(obs),
+            "sample_log_prob": _column([0.0] * 4),  # (as the collector writes it; read by the loss, not here)
             "next": {"observation": _column(next_obs), "reward": _column(rewards), "terminated": term, "done": term | trunc},
         },
         batch_size=[1, 4],

@@ -63,3 +63,16 @@ def test_more_minibatches_than_a_batch_has_transitions_are_refused_before_traini
     with pytest.raises(rlcore.ConfigError, match=r"^algo.minibatches: 300 minibatches of a batch of 256 transitions leave some empty: at most 256$"):
         trainer.train()
     assert trainer.collected_frames == 0
+
+
+def test_a_batch_without_a_key_the_loss_reads_is_refused_in_one_line(tmp_path):
+    pytest.importorskip("rl_plugin_hooks")
+    config = rlcore.load_config(
+        overrides=[
+            "algo.name=ppo", "env.num_envs=2", "collector.frames_per_batch=32", "trainer.total_frames=64", "trainer.progress_bar=false",
+            "loggers.console=null", "hooks.select_keys={keys: [observation, action, sample_log_prob, next.reward, next.observation, next.terminated]}",
+        ]
+    )  # fmt: skip
+    trainer = rlcore.build_trainer(config, run_dir=tmp_path / "run")
+    with pytest.raises(rlcore.ConfigError, match=r"^algo: the batch has no key 'next.done', which the policy-gradient loss reads \(the batch has: action, "):
+        trainer.train()
