@@ -389,3 +389,10 @@ def test_a_batch_key_as_options_name_it():
     assert rlcore.as_key("next.reward") == rlcore.as_key(["next", "reward"]) == rlcore.as_key(("next", "reward")) == rlcore.REWARD_KEY
     assert rlcore.as_key("observation") == rlcore.as_key(["observation"]) == "observation"
     assert rlcore.key_name(rlcore.REWARD_KEY) == "next.reward" and rlcore.key_name("action") == "action"
+
+
+def test_a_batch_lacking_a_key_its_reader_needs_is_refused_in_one_line():
+    batch = TensorDict({"observation": torch.zeros(2, 3), "next": {"reward": torch.zeros(2, 1)}}, batch_size=[2])
+    rlcore.require_keys(batch, ["observation", ("next", "reward")], "algo", "the loss")
+    with pytest.raises(rlcore.ConfigError, match=r"^algo: the batch has no key 'next.done', which the loss reads \(the batch has: next.reward, observation\); "):
+        rlcore.require_keys(batch, ["observation", ("next", "done")], "algo", "the loss")

@@ -55,6 +55,7 @@ _LAZY = {
     "REWARD_KEY": "._keys",
     "as_key": "._keys",
     "key_name": "._keys",
+    "require_keys": "._keys",
     "validate_fields": "._options",
     "hook_factory": "._options",
     "check_value": "._options",
@@ -110,6 +111,7 @@ __all__ = [
     "make_optimizer",
     "make_vector_env",
     "read_metrics",
+    "require_keys",
     "save_config",
     "validate_fields",
     "validate_options",
@@ -122,7 +124,7 @@ if TYPE_CHECKING:
     from ._envs import EnvWrapperProtocol, SaveableVectorEnv, env_layers, env_states, get_stats_random_rollout, load_env_states, make_vector_env
     from ._errors import error_line, first_line
     from ._evaluate import evaluate
-    from ._keys import REWARD_KEY, as_key, key_name
+    from ._keys import REWARD_KEY, as_key, key_name, require_keys
     from ._logger import Gauge, Logger, generate_exp_name, get_logger
     from ._options import Range, RunPath, check_value, hook_factory, import_object, validate_fields, validate_options
     from ._plugins import PluginInfo, PluginManager, get_plugin_manager

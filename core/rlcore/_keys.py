@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
+
+from ._errors import ConfigError
 
 #: a transition's reward in a collected batch (TorchRL's key)
 REWARD_KEY = ("next", "reward")
@@ -27,4 +30,23 @@ def key_name(key: str | tuple[str, ...]) -> str:
     return ".".join(key) if isinstance(key, tuple) else key
 
 
-__all__ = ["REWARD_KEY", "as_key", "key_name"]
+def require_keys(batch: Any, keys: Iterable[str | tuple[str, ...]], where: str, reader: str) -> None:
+    """Refuse in one line a batch that lacks one of ``keys`` (a ``select_keys`` hook before the reader left it out).
+
+    :param batch: a TensorDict.
+    :param keys: the keys the reader needs.
+    :param where: the config key that names the reader, for the message (``algo``, ``hooks.replay_buffer``).
+    :param reader: what reads them, for the message (``the policy-gradient loss``).
+    :raises ConfigError: naming the first missing key and the keys the batch has.
+    """
+    present = set(batch.keys(include_nested=True))
+    missing = [key for key in keys if key not in present]
+    if missing:
+        have = ", ".join(sorted(key_name(k) for k in batch.keys(include_nested=True, leaves_only=True)))
+        raise ConfigError(
+            f"{where}: the batch has no key {key_name(missing[0])!r}, which {reader} reads (the batch has: {have}); "
+            "a hook before it (select_keys?) left it out"
+        )
+
+
+__all__ = ["REWARD_KEY", "as_key", "key_name", "require_keys"]

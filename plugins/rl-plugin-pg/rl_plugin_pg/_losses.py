@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rlcore import ConfigError, Gauge, hookimpl, key_name
+from rlcore import ConfigError, Gauge, hookimpl, require_keys
 
 from ._advantages import gae
 from ._policies import ActorCritic
@@ -186,13 +186,8 @@ class PolicyGradientLoss(nn.Module):
 
         :raises rlcore.ConfigError: when the batch lacks a key the loss reads (a ``select_keys`` hook that left it out).
         """
-        keys = set(batch.keys(include_nested=True))
         needed = ("observation", "sample_log_prob", *(("next", k) for k in ("observation", "reward", "terminated", "done")))
-        missing = [key for key in needed if key not in keys]
-        if missing:
-            have = ", ".join(sorted(key_name(k) for k in batch.keys(include_nested=True, leaves_only=True)))
-            raise ConfigError(f"algo: the batch has no key {key_name(missing[0])!r}, which the policy-gradient loss reads (the batch has: {have}); "
-                              "a hook before it (select_keys?) left it out")  # fmt: skip
+        require_keys(batch, needed, "algo", "the policy-gradient loss")
         self.apply_schedule((trainer.collected_frames - trainer.batch_frames) / max(trainer.total_frames, 1))
         with torch.no_grad():  # one critic call values every observation and next observation
             both = torch.cat([batch["observation"], batch["next", "observation"]], dim=1)

@@ -34,7 +34,7 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase, pad
 
-from rlcore import ConfigError, Gauge, TrainerHookBase, hookimpl, key_name
+from rlcore import ConfigError, Gauge, TrainerHookBase, hookimpl, require_keys
 
 from ._buffer import ReplayBuffer
 from ._exploration import LinearSchedule, _Exploration
@@ -239,12 +239,7 @@ class ReplayBufferTrainer(TrainerHookBase):
 
         :raises rlcore.ConfigError: when a key of a transition is missing (a ``select_keys`` hook that left it out).
         """
-        keys = set(batch.keys(include_nested=True))
-        missing = [key for key in (*TRANSITION_KEYS[:2], *(("next", k) for k in NEXT_KEYS)) if key not in keys]
-        if missing:
-            have = ", ".join(sorted(key_name(k) for k in batch.keys(include_nested=True, leaves_only=True)))
-            raise ConfigError(f"hooks.replay_buffer: the batch has no key {key_name(missing[0])!r}, which a transition needs (the batch has: {have}); "
-                              "a hook before it (select_keys?) left it out")  # fmt: skip
+        require_keys(batch, (*TRANSITION_KEYS[:2], *(("next", k) for k in NEXT_KEYS)), "hooks.replay_buffer", "every off-policy loss")
         self.extend(batch)
 
     @hookimpl(trylast=True)
