@@ -314,5 +314,6 @@ def test_a_batch_without_a_key_a_transition_needs_is_refused_in_one_line(tmp_pat
         ]
     )  # fmt: skip
     trainer = rlcore.build_trainer(config, run_dir=tmp_path / "run")
-    with pytest.raises(rlcore.ConfigError, match=r"^hooks.replay_buffer: the batch has no key 'next.done', which every off-policy loss reads \(the batch has: action, "):
+    message = r"^hooks.replay_buffer: the batch has no key 'next.done', which every off-policy loss reads \(the batch has: action, "
+    with pytest.raises(rlcore.ConfigError, match=message):
         trainer.train()
