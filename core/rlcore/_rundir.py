@@ -150,6 +150,6 @@ def inside(directory: Path, relative: str | os.PathLike[str], key: str) -> Path:
     path = Path(relative)
     resolved_dir = directory.resolve()
     target = (resolved_dir / path).resolve()
-    if path.is_absolute() or not target.is_relative_to(resolved_dir) or target == resolved_dir:
+    if not target.is_relative_to(resolved_dir) or target == resolved_dir:  # through a link, or the directory itself
         raise ConfigError(f"{key}: {str(relative)!r} is not a path inside the run directory")
     return directory / path

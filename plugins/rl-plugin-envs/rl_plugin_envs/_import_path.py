@@ -23,6 +23,8 @@ from gymnasium.vector import VectorWrapper
 
 from rlcore import ConfigError, error_line, import_object
 
+from ._rewards import _with_raw
+
 
 class KeepRawReward(gymnasium.Wrapper):
     """The env's reward into ``info["raw_reward"]`` (unless a wrapper inside set it), for a reward wrapper around it.
@@ -35,7 +37,7 @@ class KeepRawReward(gymnasium.Wrapper):
 
     def step(self, action: Any) -> tuple[Any, ...]:
         obs, reward, terminated, truncated, info = self.env.step(action)
-        return obs, reward, terminated, truncated, {**info, "raw_reward": info.get("raw_reward", reward)}
+        return obs, reward, terminated, truncated, _with_raw(info, reward)
 
 
 class KeepRawRewardVector(VectorWrapper):
@@ -46,8 +48,7 @@ class KeepRawRewardVector(VectorWrapper):
 
     def step(self, actions: Any) -> tuple[Any, ...]:
         obs, reward, terminated, truncated, info = self.env.step(actions)
-        raw = info["raw_reward"] if "raw_reward" in info else np.array(reward, copy=True)  # (a copy: wrappers may change rewards in place)
-        return obs, reward, terminated, truncated, {**info, "raw_reward": raw}
+        return obs, reward, terminated, truncated, _with_raw(info, np.array(reward, copy=True))  # (a copy: wrappers may change rewards in place)
 
 
 def _inside_keeping_raw(cls: type, options: dict[str, Any], env: Any) -> Any:
