@@ -105,14 +105,32 @@ def test_with_the_first_party_hooks_and_wrappers_users_add(algo: str, tmp_path: 
             "evaluation": {"record_interval": 2, "episodes": 1, "max_frames": 50, "video": True},
             "video_recorder": {"source": "render", "interval": 2, "max_frames": 20},
             "tensordict_recorder": {"interval": 2},
-            "log_validation_reward": {"record_interval": 2, "record_frames": 50},
+            "log_validation_reward": {"record_interval": 2, "record_frames": 50, "video": True, "suffix": "validation"},
             "count_frames_log": {"frame_skip": 1},
         },
     )
     check_run(run, trained(run, cfg))
     names = logged(run)
-    assert {"eval/episode_return", "r_evaluation", "n_frames"} <= names, sorted(names)
-    assert list((run / "videos").glob("*.mp4"))
+    assert {"eval/episode_return", "eval_validation/episode_return", "r_evaluation", "n_frames"} <= names, sorted(names)
+    videos = {path.name.rsplit("_", 1)[0] for path in (run / "videos").glob("*.mp4")}
+    assert videos == {"eval", "eval_validation", "train"}, videos
+
+
+def test_two_evaluations_under_one_name_are_refused(rlctl_bare: Any, tmp_path: Path) -> None:
+    """``evaluation`` and TorchRL's ``log_validation_reward`` would log the same metrics and overwrite each other's videos."""
+    for module in ("rl_plugin_video", "rl_plugin_hooks", "rl_plugin_pg"):
+        pytest.importorskip(module)
+    hooks = ["--set", "hooks.evaluation={record_interval: 32}", "--set", "hooks.log_validation_reward={record_interval: 1, record_frames: 20}"]
+    argv = ["train", "--algo", "ppo", "--frames", "64", "--set", "collector.frames_per_batch=32", *hooks]
+    refused = rlctl_bare(*argv, "--out", str(tmp_path / "a"), env={"RLCORE_TRACEBACK": "0"})
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr, refused.stderr
+    assert refused.stderr.strip() == (
+        "rlctl: error: hooks.evaluation: hooks.log_validation_reward evaluates under the same name, eval (metrics eval/episode_return, "
+        "videos eval_<frames>.mp4); set a different suffix on one of them"
+    ), refused.stderr
+    apart = rlctl_bare(*argv, "--set", "hooks.evaluation.suffix=greedy", "--out", str(tmp_path / "b"), env={"RLCORE_TRACEBACK": "0"})
+    assert apart.returncode == 0, apart.stderr
+    assert {"eval/episode_return", "eval_greedy/episode_return"} <= logged(tmp_path / "b")
 
 
 @pytest.fixture(scope="module")

@@ -237,7 +237,8 @@ class LogValidationRewardOptions(HookOptions):
     :param log_keys: keys to log; default ``[next.reward]``: the mean reward per step (``r_evaluation``) and the
         mean return of the episodes (``total_r_evaluation``).
     :param out_keys: the names ``log_keys`` are logged under; default ``next.reward`` as ``r_evaluation``.
-    :param suffix: the video's file prefix becomes ``eval_<suffix>``.
+    :param suffix: the metrics and videos are named ``eval_<suffix>`` instead of ``eval``; with the ``evaluation`` hook in the
+        same run, one of the two needs a suffix.
     :param log_pbar: show the values on the progress bar.
     :param recorder: (Python only) TorchRL's deprecated name of ``environment``.
     :param video: (rl-core) record the evaluation's first episode to ``RUN_DIR/videos``.

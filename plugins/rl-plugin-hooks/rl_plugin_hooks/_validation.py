@@ -31,7 +31,8 @@ class LogValidationReward(LogValidationRewardOptions, TrainerHookBase):
     Each evaluation returns, to be logged: ``r_evaluation`` (the mean reward per step of the episodes that
     ended, divided by ``frame_skip``), ``total_r_evaluation`` (their mean return), the values of any other
     ``log_keys`` the policy reads or writes (histograms), rl-core's ``eval/episode_return`` and
-    ``eval/episode_length``, and ``log_pbar``. The number of calls is its state. The options are those of
+    ``eval/episode_length`` (``eval_<suffix>/...`` with a ``suffix``), and ``log_pbar``. Beside the ``evaluation``
+    hook, one of the two needs a ``suffix``: :meth:`register` refuses two evaluations under one name. The number of calls is its state. The options are those of
     :class:`~rl_plugin_hooks.LogValidationRewardOptions`.
     """
 
@@ -79,7 +80,7 @@ class LogValidationReward(LogValidationRewardOptions, TrainerHookBase):
             trainer = self._trainer()
             if trainer is None and (self.policy_exploration is None or self.environment is None):
                 raise ConfigError(f"{self.config_key}: as an op, it needs policy_exploration and environment (or register it with register(trainer))")
-            out = {**self.evaluation.run(trainer).metrics(), "log_pbar": self.log_pbar}
+            out = {**self.evaluation.run(trainer).metrics(self.evaluation.prefix), "log_pbar": self.log_pbar}
         self._count += 1
         return out
 
@@ -100,6 +101,7 @@ class LogValidationReward(LogValidationRewardOptions, TrainerHookBase):
         :param trainer: the trainer.
         :param name: the name of its state in checkpoints (TorchRL's default).
         """
+        self.evaluation.claim(trainer)
         trainer.register_module(name, self)
         self._trainer = weakref.ref(trainer)
         trainer.register_op("post_steps_log", self)

@@ -8,6 +8,7 @@ rl-plugin-hooks' ``LogValidationReward`` runs its evaluations through :meth:`Eva
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 #: the reward key of ``log_keys``, and the name it is logged under by default (TorchRL's)
 REWARD_NAME = "r_evaluation"
 NO_ENV = "the trainer has no make_env; name an env to evaluate on"
+#: each trainer's evaluation hooks, by :attr:`EvaluationHook.prefix`
+_CLAIMS: weakref.WeakKeyDictionary[Any, dict[str, EvaluationHook]] = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -48,11 +51,14 @@ class Evaluation:
     video: Path | None = None
     values: dict[str, Any] = field(default_factory=dict)
 
-    def metrics(self) -> dict[str, Any]:
-        """``eval/episode_return`` and ``eval/episode_length`` (the means over the episodes), and :attr:`values`."""
+    def metrics(self, prefix: str = "eval") -> dict[str, Any]:
+        """``<prefix>/episode_return`` and ``<prefix>/episode_length`` (the means over the episodes), and :attr:`values`.
+
+        :param prefix: the hook's :attr:`EvaluationHook.prefix`.
+        """
         return {
-            "eval/episode_return": float(np.mean(self.returns)),
-            "eval/episode_length": float(np.mean(self.lengths)),
+            f"{prefix}/episode_return": float(np.mean(self.returns)),
+            f"{prefix}/episode_length": float(np.mean(self.lengths)),
             **self.values,
         }
 
@@ -64,8 +70,10 @@ class EvaluationHook(EvaluationOptions, PluginHook):
     wrappers, normalisation statistics as they are then), runs ``episodes`` episodes with
     :func:`rlcore.evaluate`, logs ``eval/episode_return``, ``eval/episode_length`` and the values of
     ``log_keys`` through ``trainer.log`` and, with ``video``, writes the first episode to
-    ``RUN_DIR/videos/eval_<frames>.mp4`` and hands it to the loggers that take videos. The options are
-    those of :class:`~rl_plugin_video._options.EvaluationOptions`.
+    ``RUN_DIR/videos/eval_<frames>.mp4`` and hands it to the loggers that take videos. With a ``suffix``
+    the metrics and the videos are named ``eval_<suffix>`` instead of ``eval``: two evaluation hooks of one
+    trainer (this one and rl-plugin-hooks' ``log_validation_reward``, say) must differ in it. The options
+    are those of :class:`~rl_plugin_video._options.EvaluationOptions`.
     """
 
     def __post_init__(self) -> None:
@@ -89,9 +97,29 @@ class EvaluationHook(EvaluationOptions, PluginHook):
         self._next_eval = int(state_dict["next_eval"])
         self._last_eval = int(state_dict["last_eval"])
 
+    @property
+    def prefix(self) -> str:
+        """What the metrics and videos are named after: ``eval``, or ``eval_<suffix>``."""
+        return "eval" if self.suffix is None else f"eval_{self.suffix}"
+
+    def claim(self, trainer: Trainer) -> None:
+        """Take :attr:`prefix` among ``trainer``'s evaluations: two hooks evaluating under one name would log the
+        same metrics and overwrite each other's videos.
+
+        :raises rlcore.ConfigError: when another evaluation of ``trainer`` has the same prefix.
+        """
+        claims = _CLAIMS.setdefault(trainer, {})
+        other = claims.setdefault(self.prefix, self)
+        if other is not self:
+            raise ConfigError(
+                f"{self.config_key}: {other.config_key} evaluates under the same name, {self.prefix} (metrics {self.prefix}/episode_return, "
+                f"videos {self.prefix}_<frames>.mp4); set a different suffix on one of them"
+            )
+
     # ------------------------------------------------------------------ hooks
     @hookimpl
     def rl_setup(self, trainer: Trainer) -> None:
+        self.claim(trainer)
         if self.env is None and getattr(trainer, "make_env", None) is None:
             raise ConfigError(f"{self.config_key}.{self.env_key}: {NO_ENV}")
         if isinstance(self.env, str):  # an env id: made once now, so that a bad one is refused before training
@@ -126,7 +154,7 @@ class EvaluationHook(EvaluationOptions, PluginHook):
         :param trainer: the trainer whose policy is evaluated.
         """
         evaluation = self.run(trainer)
-        trainer.log(evaluation.metrics(), log_pbar=self.log_pbar, force=True)
+        trainer.log(evaluation.metrics(self.prefix), log_pbar=self.log_pbar, force=True)
         frames = trainer.collected_frames
         self._last_eval = frames
         if self.record_interval > 0:
@@ -146,9 +174,8 @@ class EvaluationHook(EvaluationOptions, PluginHook):
         recorder = None
         if self.video:
             directory = output_directory(trainer, self.directory, "videos", f"{self.config_key}.directory")  # type: ignore[arg-type]
-            prefix = "eval" if self.suffix is None else f"eval_{self.suffix}"
             loggers = getattr(trainer, "loggers", ())
-            recorder = VideoRecorder(directory, prefix, fps=self.fps, skip=self.skip, max_frames=self.max_frames, loggers=loggers)
+            recorder = VideoRecorder(directory, self.prefix, fps=self.fps, skip=self.skip, max_frames=self.max_frames, loggers=loggers)
         seed = self.seed if self.seed is not None else getattr(trainer, "seed", None)
         policy = self.policy if self.policy is not None else _policy(trainer)
         if policy is None:

@@ -116,8 +116,9 @@ class EvaluationOptions:
         (a histogram, or a scalar if there is one value).
     :param out_keys: the names ``log_keys`` are logged under (``{key: name}``); by default ``next.reward`` is
         ``r_evaluation`` and any other key its dotted name.
-    :param suffix: the video's file prefix becomes ``eval_<suffix>`` (``eval_<suffix>_<frames>.mp4``), so that two
-        evaluation hooks (say deterministic and random) keep their videos apart.
+    :param suffix: the metrics and the videos are named ``eval_<suffix>`` instead of ``eval``
+        (``eval_<suffix>/episode_return``, ``eval_<suffix>_<frames>.mp4``): two evaluation hooks of one run (say
+        deterministic and random) must differ in it, or the run is refused.
     :param log_pbar: show the logged values on the progress bar.
     :param frame_skip: frames each env step stands for: the mean reward per step of ``log_keys`` is divided by it.
     """

@@ -193,7 +193,7 @@ def test_torchrls_log_keys_exploration_type_and_suffix(run_dir: Path) -> None:
     trainer.train()
     evaluation = hooks["evaluation"].last
     assert memory.steps("r_evaluation") == [64] and memory.values["r_evaluation"][0][1] == 0.5  # 1 a step, over frame_skip 2
-    assert memory.values["total_r_evaluation"] == memory.values["eval/episode_return"] == [(64, float(np.mean(evaluation.returns)))]
+    assert memory.values["total_r_evaluation"] == memory.values["eval_random/episode_return"] == [(64, float(np.mean(evaluation.returns)))]
     actions = memory.histograms["eval/actions"][0][1]
     assert actions.shape == (sum(evaluation.lengths),) and set(actions.tolist()) <= {0.0, 1.0}  # one per step of both episodes
     assert trainer._pbar_values["r_evaluation"] == 0.5
