@@ -36,6 +36,7 @@ pandas, matplotlib) are installed there too when missing.
     python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --sb3-flush-denormal   # SB3 with denormals flushed too
     python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --device cuda          # both on a GPU
     python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --autocast-bf16        # both updates in bfloat16 autocast
+    python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 3000 --compile              # rl-core's loss under torch.compile
 """
 
 from __future__ import annotations
@@ -162,13 +163,17 @@ def rlcore_config(algo: str, seed: int, frames: int, profile: bool = False, devi
     return rlcore.load_config(overrides=[*overrides, f"trainer.total_frames={frames}", f"trainer.seed={seed}", *quiet])
 
 
-def run_rlcore(algo: str, seed: int, frames: int, breakdown: bool = False, device: str = "cpu", autocast: bool = False) -> dict[str, Any]:
+def run_rlcore(
+    algo: str, seed: int, frames: int, breakdown: bool = False, device: str = "cpu", autocast: bool = False, compile: bool = False
+) -> dict[str, Any]:
     """Train rl-core's ``algo`` with the pinned hyperparameters; return frames/s and the seconds to the threshold.
 
     :param breakdown: profile the run (``trainer.profile``) and return the seconds of its optimisation steps
         (sampling, losses, backward, optimizer, target update) as ``update_seconds``.
     :param device: the trainer's device (the networks, and the replay buffer's storage with them).
     :param autocast: run the loss module's forward under ``torch.autocast`` in bfloat16 (its backward follows).
+    :param compile: run the loss module's forward (and so its backward) compiled by ``torch.compile`` (inductor); the
+        compilation, at the first update, counts in the training time.
     """
     import torch
 
@@ -201,6 +206,8 @@ def run_rlcore(algo: str, seed: int, frames: int, breakdown: bool = False, devic
         trainer.register_plugin(Evaluate(), "benchmark.evaluate")
         if autocast:
             trainer.loss_module.forward = in_bf16(trainer.loss_module.forward, device)  # type: ignore[method-assign]
+        if compile:
+            trainer.loss_module.forward = torch.compile(trainer.loss_module.forward)  # type: ignore[method-assign]
         trainer.train()
         seconds = clock.training_seconds()
     row = _result("rl-core", algo, seed, trainer.collected_frames, seconds, clock)
@@ -477,6 +484,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="both sides' updates under torch.autocast in bfloat16 (matrix products in bfloat16: AMX on a CPU that has it)",
     )
+    parser.add_argument("--compile", action="store_true", help="rl-core's loss forward and backward compiled by torch.compile (SB3 as it is)")
     parser.add_argument(
         "--breakdown",
         action="store_true",
@@ -502,6 +510,8 @@ def main(argv: list[str] | None = None) -> int:
             extra: dict[str, Any] = {"device": args.device, "autocast": args.autocast_bf16}
             if fn is run_sb3 and args.sb3_flush_denormal:
                 extra["flush_denormal"] = True
+            if fn is run_rlcore and args.compile:
+                extra["compile"] = True
             with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
                 rows.append(pool.submit(fn, algo, seed, frames, **extra).result())
         report(algo, rows)

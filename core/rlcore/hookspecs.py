@@ -24,9 +24,15 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from ._markers import hookspec
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import click
+    import gymnasium
     from tensordict import TensorDictBase
 
+    from ._checkpoint import CheckpointBackend
+    from ._collector import CollectorProtocol
+    from ._logger import Logger
     from ._registry import Algorithm
     from ._trainer import Trainer
 
@@ -225,7 +231,7 @@ def rl_register_algorithms() -> list[Algorithm] | None:
 
 
 @hookspec
-def rl_register_loggers() -> dict[str, Any] | None:
+def rl_register_loggers() -> dict[str, Callable[..., Logger]] | None:
     """Contribute loggers by name (the keys of the ``loggers`` config section, ``--logger NAME``).
 
     A factory is called as ``factory(exp_name=..., log_dir=..., **options)`` and returns a
@@ -236,7 +242,7 @@ def rl_register_loggers() -> dict[str, Any] | None:
 
 
 @hookspec
-def rl_register_envs() -> dict[str, Any] | None:
+def rl_register_envs() -> dict[str, Callable[..., gymnasium.Env]] | None:
     """Contribute environments by name, beside Gymnasium's registered ids.
 
     A factory is called as ``factory(**kwargs)`` (``env.kwargs``) and returns one ``gymnasium.Env``.
@@ -246,7 +252,7 @@ def rl_register_envs() -> dict[str, Any] | None:
 
 
 @hookspec
-def rl_register_env_wrappers() -> dict[str, Any] | None:
+def rl_register_env_wrappers() -> dict[str, Callable[..., gymnasium.vector.VectorEnv]] | None:
     """Contribute vector-env wrappers by name (the keys of the ``env.wrappers`` config mapping).
 
     A factory is called as ``factory(env, **options)`` with a ``gymnasium.vector.VectorEnv``
@@ -257,7 +263,7 @@ def rl_register_env_wrappers() -> dict[str, Any] | None:
 
 
 @hookspec
-def rl_register_vectorizations() -> dict[str, Any] | None:
+def rl_register_vectorizations() -> dict[str, Callable[..., gymnasium.vector.VectorEnv]] | None:
     """Contribute vector-env backends by name (``env.vectorization``: ``sync``, ``async``, ...).
 
     A factory is called as ``factory(make_env, num_envs, env_id=..., kwargs=...)``, where
@@ -273,7 +279,7 @@ def rl_register_vectorizations() -> dict[str, Any] | None:
 
 
 @hookspec
-def rl_register_collectors() -> dict[str, Any] | None:
+def rl_register_collectors() -> dict[str, Callable[..., CollectorProtocol]] | None:
     """Contribute collectors by name (``collector.name``: ``local``, ``ray``, ...).
 
     A factory is called as ``factory(env, policy, frames_per_batch, *, device, make_env, **options)``:
@@ -292,7 +298,7 @@ def rl_register_collectors() -> dict[str, Any] | None:
 
 
 @hookspec
-def rl_register_checkpoint_backends() -> dict[str, Any] | None:
+def rl_register_checkpoint_backends() -> dict[str, Callable[..., CheckpointBackend]] | None:
     """Contribute checkpoint backends by name (``checkpoint.backend``, env ``CKPT_BACKEND``).
 
     A factory is called as ``factory(directory=..., keep_last=...)`` and returns a
@@ -303,7 +309,7 @@ def rl_register_checkpoint_backends() -> dict[str, Any] | None:
 
 
 @hookspec
-def rl_register_hooks() -> dict[str, Any] | None:
+def rl_register_hooks() -> dict[str, Callable[..., Any]] | None:
     """Contribute trainer hooks by name (the keys of the ``hooks`` config section).
 
     A factory is called as ``factory(**options)``. It returns either a
