@@ -106,6 +106,20 @@ def test_a_resume_with_the_same_world_size_continues_exactly(straight: Path) -> 
     assert sorted(p.name for p in (run / "checkpoints").iterdir())[-1] == "ckpt-000000000192.pt"  # the run directory as it was
 
 
+def test_max_episodes_counts_every_ranks_episodes_in_the_checkpoint_too_and_one_profile(straight: Path) -> None:
+    """The last batch's episodes of every rank are in the checkpoint, so a resume of a run stopped by
+    ``max_episodes`` stops at once, as in one process; ``--profile`` prints one table."""
+    args = ("--set", "trainer.total_frames=6400", "--set", "trainer.max_episodes=7")  # (seed 5: the last batch's episodes of rank 1 reach it)
+    done = torchrun("train", "ppo.yaml", "--out", "runs/e", *args, "--profile", cwd=straight)
+    assert done.stderr.count("profile of the loop:") == 1  # rank 0's table only, as its messages
+    stopped = said(done)[-1]
+    frames = int(stopped.split()[1])
+    assert stopped == f"rlctl: {frames} frames, run directory runs/e (stopped: trainer.max_episodes=7)"
+    assert checkpoint(straight / "runs" / "e", frames)["counters"]["episodes"] >= 7
+    resumed = said(torchrun("train", "--resume", "runs/e", cwd=straight))
+    assert resumed[-1] == stopped, resumed  # nothing more to train
+
+
 def test_torchsnapshot_writes_one_snapshot_with_a_part_per_rank(straight: Path) -> None:
     pytest.importorskip("rl_plugin_torchsnapshot")
     torchrun("train", "ppo.yaml", "--out", "runs/s", "--set", "trainer.max_batches=2", "--set", "checkpoint.backend=torchsnapshot", cwd=straight)

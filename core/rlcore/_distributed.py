@@ -84,7 +84,6 @@ class Distributed:
         self.rank, self.world_size, self.local_rank = rank, world_size, local_rank
         self.backend, self.group, self.owned = backend, group, owned
         self.averager: GradientAverager | None = None
-        self._episodes_seen = 0
 
     @property
     def is_main(self) -> bool:
@@ -121,12 +120,16 @@ class Distributed:
 
     def any(self, flag: bool) -> bool:
         """Whether ``flag`` is true on some rank (one all-reduce)."""
+        return self.total(int(flag)) > 0
+
+    def total(self, count: int) -> int:
+        """The sum of ``count`` over the ranks (one all-reduce)."""
         import torch
         import torch.distributed as dist
 
-        tensor = torch.tensor([1.0 if flag else 0.0])
+        tensor = torch.tensor([count], dtype=torch.int64)
         dist.all_reduce(tensor, group=self.group)
-        return bool(tensor.item() > 0)
+        return int(tensor.item())
 
     def on_main(self, fn: Callable[[], T], share: bool = True) -> T | None:
         """Call ``fn`` on rank 0 only; every rank gets its result (``share``) or raises its exception.
@@ -157,23 +160,15 @@ class Distributed:
         for tensor in [*trainer.loss_module.parameters(), *trainer.loss_module.buffers()]:
             dist.broadcast(tensor.data, src=0)
         self.averager = GradientAverager(trainer.loss_module.parameters(), self.world_size)
-        self._episodes_seen = trainer.episodes
         trainer.register_plugin(_Learners(self), "rlcore.distributed")
 
     def agree(self, trainer: Trainer) -> bool:
-        """Whether any rank asked to stop (``trainer.stop()``, a signal); also sums the episodes that ended on every rank.
+        """Whether any rank asked to stop (``trainer.stop()``, a signal).
 
         Called by every rank before each batch, it is the one decision of the loop that could differ
         between ranks: after it, all of them take the same branch.
         """
-        import torch
-        import torch.distributed as dist
-
-        flags = torch.tensor([1.0 if trainer._stop else 0.0, float(trainer.episodes - self._episodes_seen)], dtype=torch.float64)
-        dist.all_reduce(flags, group=self.group)
-        trainer.episodes = self._episodes_seen + int(flags[1].item())
-        self._episodes_seen = trainer.episodes
-        stop = bool(flags[0].item() > 0)
+        stop = self.any(trainer._stop)
         if stop:
             trainer._stop = True
         return stop
@@ -190,14 +185,10 @@ class Distributed:
 
 
 class _Learners:
-    """The hooks of a data-parallel trainer: episodes counted from the resumed state, optimisation steps stopped together."""
+    """The hooks of a data-parallel trainer: optimisation steps stopped together, the process group closed at the end."""
 
     def __init__(self, distributed: Distributed) -> None:
         self.distributed = distributed
-
-    @hookimpl
-    def rl_setup(self, trainer: Trainer) -> None:
-        self.distributed._episodes_seen = trainer.episodes
 
     @hookimpl(wrapper=True)
     def rl_post_optim_log(self, trainer: Trainer) -> Any:

@@ -665,7 +665,7 @@ class Trainer:
                 profiler.wall = time.perf_counter() - tic
             self._failure = failure
             self.shutdown(failing=failure is not None)
-            if profiler is not None:
+            if profiler is not None and (self.distributed is None or self.distributed.is_main):
                 print(profiler.table(), file=sys.stderr)
 
     def _done(self) -> bool:
@@ -688,7 +688,8 @@ class Trainer:
         self.batch_frames = batch.numel() * self.frame_skip * (1 if self.distributed is None else self.distributed.world_size)
         self.collected_frames += self.batch_frames
         finished = getattr(self.collector, "finished_episodes", None)
-        self.episodes += len(finished[0]) if finished is not None else 0
+        ended = len(finished[0]) if finished is not None else 0
+        self.episodes += ended if self.distributed is None else self.distributed.total(ended)  # every rank's, as the checkpoint counts them
         batch = pm.call_chain("rl_batch_process", "batch", TensorDictBase, timer, trainer=self, batch=batch)
         self._log_hook("rl_pre_steps_log", batch)
         pm.call_each("rl_pre_optim_steps", None, timer, trainer=self)
