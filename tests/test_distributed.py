@@ -120,6 +120,31 @@ def test_max_episodes_counts_every_ranks_episodes_in_the_checkpoint_too_and_one_
     assert resumed[-1] == stopped, resumed  # nothing more to train
 
 
+def test_the_video_plugins_hooks_write_once_and_the_rollouts_hold_every_ranks_envs(straight: Path) -> None:
+    for module in ("rl_plugin_video", "rl_plugin_hooks", "imageio"):
+        pytest.importorskip(module)
+    hooks = {
+        "evaluation": {"record_interval": 128, "episodes": 1, "video": True, "max_frames": 20},
+        "log_validation_reward": {"record_interval": 2, "record_frames": 20, "video": True, "suffix": "validation"},
+        "video_recorder": {"interval": 128, "max_frames": 20, "source": "render"},
+        "tensordict_recorder": {"interval": 128},
+    }
+    args = [f"--set=hooks.{name}={yaml.safe_dump(options, default_flow_style=True).strip()}" for name, options in hooks.items()]
+    torchrun("train", "ppo.yaml", "--out", "runs/v", "--set", "env.kwargs.render_mode=rgb_array", *args, cwd=straight)
+    run = straight / "runs" / "v"
+    videos = sorted(path.name for path in (run / "videos").iterdir())
+    assert videos == [  # one of each, as in one process (a second rank's would be eval_000000128_1.mp4)
+        "eval_000000128.mp4", "eval_000000192.mp4", "eval_validation_000000064.mp4", "eval_validation_000000192.mp4",
+        "train_000000000.mp4", "train_000000128.mp4",
+    ], videos  # fmt: skip
+    from rl_plugin_video import load_rollouts
+
+    rollouts = load_rollouts(run / "rollouts")
+    assert [tuple(rollout.batch_size) for rollout in rollouts] == [(2, 32), (2, 32)]  # both ranks' envs, as one process's 2 envs
+    first = rollouts[0]["observation"]
+    assert not torch.equal(first[0], first[1])  # two envs of their own
+
+
 def test_torchsnapshot_writes_one_snapshot_with_a_part_per_rank(straight: Path) -> None:
     pytest.importorskip("rl_plugin_torchsnapshot")
     torchrun("train", "ppo.yaml", "--out", "runs/s", "--set", "trainer.max_batches=2", "--set", "checkpoint.backend=torchsnapshot", cwd=straight)

@@ -270,7 +270,8 @@ def attach_hook(trainer: Trainer, hook: Any, name: str, made_by: str | None = No
     with trainer._registering_as(f"hooks.{name}"):
         hook.register(trainer, name)
     methods = _hook_methods(trainer.plugin_manager, hook)
-    if methods and not trainer.plugin_manager.is_registered(hook):
+    secondary = trainer.distributed is not None and not trainer.distributed.is_main  # (a hook may run on rank 0 alone, which checks it)
+    if methods and not trainer.plugin_manager.is_registered(hook) and not secondary:
         raise PluginError(
             f"hooks.{name}: {type(hook).__name__} is an rlcore.TrainerHookBase with hook methods ({', '.join(methods)}) that its register() "
             "does not register, so they would never run: call trainer.register_plugin(self, f'hooks.{name}') there, or register_op the work"

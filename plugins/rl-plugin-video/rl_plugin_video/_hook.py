@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rlcore import ConfigError, TrainerHookBase
 
@@ -16,8 +16,12 @@ class PluginHook(TrainerHookBase):
 
     :meth:`register` saves its state in every checkpoint (``trainer.register_module``) and
     registers it as a plugin of that trainer only, so it can also implement lifecycle hooks
-    such as ``rl_setup`` and ``rl_shutdown``.
+    such as ``rl_setup`` and ``rl_shutdown``. Of data-parallel learners (``torchrun``), only rank 0's
+    hook runs, since rank 0 alone writes the run directory, unless the hook runs on ``every_rank``.
     """
+
+    #: run on every rank of data-parallel learners (to gather their data), not on rank 0 alone
+    every_rank: ClassVar[bool] = False
 
     def register(self, trainer: Trainer, name: str) -> None:
         """Attach to ``trainer`` under ``name``.
@@ -26,6 +30,9 @@ class PluginHook(TrainerHookBase):
         :param name: the hook's name in the config (``evaluation``, ...).
         """
         trainer.register_module(name, self)
+        distributed = getattr(trainer, "distributed", None)
+        if distributed is not None and not distributed.is_main and not self.every_rank:
+            return
         if not trainer.plugin_manager.is_registered(self):
             trainer.register_plugin(self, f"hooks.{name}")
 

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import torch
 from tensordict import TensorDict, TensorDictBase
 
 from rlcore import ConfigError, as_key, hookimpl
@@ -66,9 +67,12 @@ class TensorDictRecorderHook(TensorDictRecorderOptions, PluginHook):
     It sees each batch as the collector made it, before any other ``rl_batch_process``
     implementation (``tryfirst``). The first batch is saved, then one whenever ``interval``
     frames have passed since the last one saved, until ``max_batches`` are saved. Read them back
-    with :func:`load_rollouts`. The options are those of
-    :class:`~rl_plugin_video._options.TensorDictRecorderOptions`.
+    with :func:`load_rollouts`. Of data-parallel learners, rank 0 gathers every rank's share of the
+    batch and saves the whole batch, its envs in rank order, as one process collects it. The options
+    are those of :class:`~rl_plugin_video._options.TensorDictRecorderOptions`.
     """
+
+    every_rank = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -95,10 +99,17 @@ class TensorDictRecorderHook(TensorDictRecorderOptions, PluginHook):
             return
         if self._last_saved is not None and frames - self._last_saved < self.interval:
             return
-        directory = self._directory or self._output(trainer)
-        save_rollout(self._select(batch), directory / f"batch_{frames:09d}")
+        selected = self._select(batch)
         self._saved += 1
         self._last_saved = frames
+        distributed = getattr(trainer, "distributed", None)
+        if distributed is not None:  # every rank reaches this batch: the schedule counts the frames of all
+            shares = distributed.gather(selected.cpu())
+            if shares is None:
+                return
+            selected = torch.cat(shares, dim=0)  # [envs, time]: the ranks' envs side by side
+        directory = self._directory or self._output(trainer)
+        save_rollout(selected, directory / f"batch_{frames:09d}")
 
     def _output(self, trainer: Trainer) -> Path:
         return output_directory(trainer, self.directory, "rollouts", "hooks.tensordict_recorder.directory")
