@@ -168,16 +168,30 @@ def test_dqn_explores_on_the_frames_of_all_ranks(tmp_path: Path) -> None:
         **CONFIG,
         "algo": {"name": "dqn", "hidden_sizes": [16], "eps_init": 1.0, "eps_end": 0.0, "eps_annealing_frames": 128, "init_random_frames": 64},
         "trainer": {**CONFIG["trainer"], "total_frames": 256, "optim_steps_per_batch": 2},
-        "hooks": {"replay_buffer": {"capacity": 1000, "batch_size": 16}},
+        "hooks": {"replay_buffer": {"capacity": 100, "batch_size": 16}},
     }
     (tmp_path / "dqn.yaml").write_text(yaml.safe_dump(config))
     torchrun("train", "dqn.yaml", "--out", "runs/dqn", cwd=tmp_path)
     run = tmp_path / "runs" / "dqn"
     with open(run / "metrics.csv", newline="") as handle:
-        epsilon = [(int(row["frames"]), float(row["value"])) for row in csv.DictReader(handle) if row["name"] == "train/epsilon"]
+        rows = list(csv.DictReader(handle))
+    epsilon = [(int(row["frames"]), float(row["value"])) for row in rows if row["name"] == "train/epsilon"]
     # epsilon anneals over 128 frames of both ranks (each rank steps 32 of every 64), not 128 of its own
     assert epsilon == [(f, max(1 - f / 128, 0.0)) for f in range(BATCH, 257, BATCH)]
-    assert checkpoint(run, 256)["loss_module"]["policy._extra_state"] == {"frames": 256, "frames_per_step": 2}
+    state = checkpoint(run, 256)
+    assert state["loss_module"]["policy._extra_state"] == {"frames": 256, "frames_per_step": 2}
+    # each rank keeps half the capacity, full after 256 frames; the logged size is the whole buffer's, as in one process
+    assert [rank["modules"]["replay_buffer"]["replay_buffer"]["storage"]["size"] for rank in state["distributed"]["ranks"]] == [50, 50]
+    assert [float(row["value"]) for row in rows if row["name"] == "train/buffer_size"][-1] == 100
+
+    done = subprocess.run(  # a sample that does not split over the ranks
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "rlcore", "train", "dqn.yaml", "--out", "runs/odd",
+         "--set", "hooks.replay_buffer.batch_size=15"],
+        capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=240,
+    )  # fmt: skip
+    assert done.returncode != 0 and said(done) == [
+        "rlctl: error: hooks.replay_buffer.batch_size: 15 items a sample do not split over 2 data-parallel learners: make it a multiple of 2"
+    ], done.stderr
 
 
 OTHERS = [("a2c", "CartPole-v1"), ("pg", "Pendulum-v1"), ("spg", "CartPole-v1"), ("ppo-kl", "Pendulum-v1"), ("sac", "Pendulum-v1"), ("td3", "Pendulum-v1")]

@@ -11,6 +11,7 @@ from tensordict import TensorDictBase
 from ._keys import INDEX_KEY, PRIORITY_KEY
 from ._samplers import PrioritizedSampler, UniformSampler
 from ._storage import TensorStorage
+from ._tree import SumTree
 
 SAMPLERS = ("uniform", "prioritized")
 
@@ -39,6 +40,19 @@ class ReplayBuffer:
     def capacity(self) -> int:
         """How many items the buffer keeps."""
         return self.storage.capacity
+
+    def resize(self, capacity: int) -> None:
+        """Keep ``capacity`` items instead: for an empty buffer, before its storage is allocated.
+
+        :raises ValueError: when the buffer holds items, or ``capacity`` is below 1.
+        """
+        if len(self) or self.storage.allocated:
+            raise ValueError("only an empty buffer can be resized")
+        if capacity < 1:
+            raise ValueError(f"capacity must be >= 1, got {capacity}")
+        self.storage.capacity = capacity
+        if isinstance(self.sampler, PrioritizedSampler):
+            self.sampler.tree = SumTree(capacity)
 
     @property
     def prioritized(self) -> bool:

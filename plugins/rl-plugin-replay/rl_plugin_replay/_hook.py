@@ -113,6 +113,7 @@ class ReplayBufferTrainer(TrainerHookBase):
         self._steps_in_batch = 0
         self._refill = 0  # items the buffer must hold again before learning (after resuming without it)
         self._explorers: list[_Exploration] = []
+        self._ranks = 1  # data-parallel learners, each with its share of the buffer
 
     # ------------------------------------------------------------------ TorchRL's ops
     def extend(self, batch: TensorDictBase) -> None:
@@ -171,7 +172,7 @@ class ReplayBufferTrainer(TrainerHookBase):
         """``train/buffer_size``, ``train/update_to_data``, (prioritized) ``train/beta`` and the exploration
         wrappers' coefficients, e.g. ``train/epsilon`` (``post_steps_log``)."""
         values = {
-            "train/buffer_size": Gauge(len(self.replay_buffer)),
+            "train/buffer_size": Gauge(len(self.replay_buffer) * self._ranks),  # (every rank's share holds as many)
             "train/update_to_data": self._steps_in_batch / max(self._trainer.batch_frames, 1),
         }
         if isinstance(self.replay_buffer.sampler, PrioritizedSampler):
@@ -194,6 +195,8 @@ class ReplayBufferTrainer(TrainerHookBase):
                 "(false stores [envs, time] trajectories, as TorchRL's ReplayBufferTrainer does by default)"
             )
         self._trainer = trainer
+        if trainer.distributed is not None and trainer.distributed.world_size > 1:
+            self._share(name, trainer.distributed.world_size)
         self._beta_start = getattr(self.replay_buffer.sampler, "beta", None)  # before a checkpoint restores an annealed one
         if self.device is None:
             self.device = trainer.device
@@ -232,6 +235,18 @@ class ReplayBufferTrainer(TrainerHookBase):
         trainer.register_op("post_steps_log", self.log)
         trainer.register_module(name, self)
         trainer.register_plugin(self, f"hooks.{name}")
+
+    def _share(self, name: str, ranks: int) -> None:
+        """Of ``ranks`` data-parallel learners, keep and sample this rank's share of the buffer, so that an update,
+        averaged over the ranks, is that of one process: ``capacity / ranks`` items, samples of ``batch_size / ranks``."""
+        size = self.batch_size or self.replay_buffer.batch_size
+        if size is None or size % ranks:
+            raise ConfigError(f"hooks.{name}.batch_size: {size} items a sample do not split over {ranks} data-parallel learners: make it a multiple of {ranks}")
+        if self.replay_buffer.capacity < ranks:
+            raise ConfigError(f"hooks.{name}.capacity: {self.replay_buffer.capacity} items do not split over {ranks} data-parallel learners")
+        self.batch_size = size // ranks
+        self.replay_buffer.resize(self.replay_buffer.capacity // ranks)
+        self._ranks = ranks
 
     @hookimpl(trylast=True)
     def rl_batch_process(self, batch: TensorDictBase) -> None:

@@ -33,6 +33,17 @@ def test_a_batch_larger_than_the_capacity_keeps_its_last_items(make_transitions)
     assert storage.column("observation")[:, 0].tolist() == [7, 8, 9, 10, 11]
 
 
+@pytest.mark.parametrize("sampler", ["uniform", "prioritized"])
+def test_an_empty_buffer_resized_keeps_and_samples_that_many(sampler, make_transitions):
+    buffer = make_replay_buffer(10, sampler=sampler)
+    buffer.resize(4)
+    buffer.extend(make_transitions(6))
+    assert buffer.capacity == len(buffer) == 4 and buffer.storage.column("observation").shape[0] == 4
+    assert set(buffer.sample(64)[INDEX_KEY].tolist()) == {0, 1, 2, 3}  # every row, none beyond the new capacity
+    with pytest.raises(ValueError, match="only an empty buffer can be resized"):
+        buffer.resize(8)
+
+
 def test_samples_are_the_stored_items(make_transitions):
     buffer = make_replay_buffer(100, batch_size=32)
     buffer.extend(make_transitions(50))
