@@ -16,7 +16,7 @@ batches to the trainer:
 The trainer's weights go to the workers through :meth:`RayCollector.update_policy_weights_` after
 every batch's optimisation (or through rl-plugin-hooks' ``update_weights`` hook only, with
 ``update_weights: false``). A worker whose process dies is replaced, its unfinished batch
-discarded, the failure reported once. Checkpoints hold every worker's envs (where they can be
+discarded, each failure reported by a warning. Checkpoints hold every worker's envs (where they can be
 saved), observations, running episodes and RNG.
 
 Importing this module imports neither ray nor torch: they are imported when a collector is built.

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import socket
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from rlcore import ConfigError, first_line
@@ -22,7 +24,9 @@ class Session:
       and leaves it open.
     - ``address`` (or the environment's ``RAY_ADDRESS``): the run joins that cluster and disconnects at
       the end; the cluster stays.
-    - Otherwise: a local cluster is started for the run (no dashboard) and shut down with it.
+    - Otherwise: a local cluster is started for the run (no dashboard) and shut down with it. A SIGINT or
+      SIGTERM while it starts (on the main thread) is held until it has started, then delivered to the
+      process's handler, and the cluster is stopped whole (see :func:`_signals_held`).
 
     :param owned: whether :meth:`close` disconnects (and, for a local cluster, stops it).
     :param address: the cluster joined, or ``None`` for a local one.
@@ -52,12 +56,13 @@ class Session:
                 _probe(address)
                 ray.init(address=address, **quiet)
             else:
-                ray.init(num_cpus=num_cpus, include_dashboard=False, **quiet)
+                with _signals_held(handlers) if handlers else contextlib.nullcontext():
+                    ray.init(num_cpus=num_cpus, include_dashboard=False, **quiet)
         except (OSError, ValueError, RuntimeError) as err:  # (ConnectionError and TimeoutError among the first)
             where = f"cannot join the Ray cluster at {address!r}" if address else "cannot start a local Ray cluster"
             key = "collector.address" if address else "collector.num_cpus"
             raise ConfigError(f"{key}: {where} ({first_line(err)})") from None
-        except BaseException as stop:  # interrupted (a signal while it starts): stop what it started
+        except BaseException as stop:  # interrupted (a signal while it joins, or once a local cluster started): stop what it started
             ray.shutdown()
             # ray.init sets a SIGTERM handler of its own, sys.exit(15): the signal goes to the process's handler instead
             if not (isinstance(stop, SystemExit) and stop.code == signal.SIGTERM and handlers):
@@ -84,6 +89,46 @@ class Session:
         if self.owned and ray.is_initialized():
             ray.shutdown()
         self.owned = False
+
+
+@contextlib.contextmanager
+def _signals_held(handlers: dict[signal.Signals, Any]) -> Iterator[None]:
+    """Hold the signals of ``handlers`` while Ray starts a local cluster, then deliver them to those handlers.
+
+    A ``ray.init`` cut short leaves the agents its raylet started running for good (``ray.shutdown`` does not
+    know them yet). So the first signal is only noted, and delivered when the block is left: the cluster has
+    started, and the caller's cleanup stops all of it. A second one is delivered at once. The handlers Ray
+    sets meanwhile (``sys.exit`` on SIGTERM) are not set. (A ``pthread_sigmask`` would hold the signals too,
+    but every process Ray starts would inherit it: its raylet and workers would never take a SIGTERM.)
+
+    :param handlers: the process's handlers (``signal.getsignal``) of the signals to hold; main thread only.
+    """
+    handlers = {signum: handler for signum, handler in handlers.items() if handler is not None}  # (one set in C is left alone)
+    held: list[int] = []
+    set_handler = signal.signal
+
+    def deliver() -> None:
+        signal.signal = set_handler
+        for signum, handler in handlers.items():
+            set_handler(signum, handler)
+        while held:
+            signal.raise_signal(held.pop(0))  # the process's handler runs here (rlctl's raises KeyboardInterrupt)
+
+    def hold(signum: int, _frame: Any) -> None:
+        held.append(signum)
+        if len(held) > 1:
+            deliver()
+
+    def keep(signum: int, handler: Any) -> Any:  # ``signal.signal`` meanwhile
+        return hold if signum in handlers else set_handler(signum, handler)
+
+    for signum in handlers:
+        set_handler(signum, hold)
+    signal.signal = keep  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        deliver()
 
 
 def _probe(address: str) -> None:

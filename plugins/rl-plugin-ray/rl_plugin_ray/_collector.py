@@ -140,14 +140,17 @@ class RayCollector:
         return self._seed + index * self.envs_per_worker + self._generation[index] * self.num_envs
 
     def _replace(self, index: int, error: BaseException) -> None:
-        """Start a new worker ``index`` in place of one that died; report the death once."""
+        """Start a new worker ``index`` in place of one that died; a warning counts the death (a text of its own each time:
+        Python shows a repeated warning once)."""
         self.failures += 1
         if self.failures > self.max_worker_failures:
             raise RuntimeError(
                 f"{self.failures} Ray workers died (collector.max_worker_failures={self.max_worker_failures}); the last: {_cause(error)}"
             )
         warnings.warn(
-            f"ray collector: worker {index} died ({_cause(error)}); it is replaced and its unfinished batch discarded", stacklevel=2
+            f"ray collector: worker {index} died ({_cause(error)}); it is replaced and its unfinished batch discarded "
+            f"(failure {self.failures} of collector.max_worker_failures={self.max_worker_failures})",
+            stacklevel=2,
         )
         with contextlib.suppress(Exception):
             ray.kill(self.workers[index], no_restart=True)

@@ -1,9 +1,10 @@
 """The ``ray`` collector on a real local Ray cluster (one per module, 2 CPUs): sync and async batches, the
-policy lag and update-to-data ratio read back from metrics.csv, a worker killed mid-run, an exact resume,
-Ctrl-C, and bad options refused in one line before Ray starts."""
+policy lag and update-to-data ratio read back from metrics.csv, a worker killed mid-run (twice), an exact resume,
+Ctrl-C, a signal while a local cluster starts, and bad options refused in one line before Ray starts."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import importlib.util
@@ -13,7 +14,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +139,7 @@ def test_sync_batches_are_every_workers_share_and_a_resume_continues_exactly(ray
         assert torch.equal(value, final[key]), key  # workers' envs, observations and RNGs were restored
 
 
-def test_async_logs_lag_and_utd_and_a_killed_worker_is_replaced(ray_address: str, tmp_path: Path) -> None:
+def test_async_logs_lag_and_utd_and_a_worker_killed_twice_is_replaced_and_reported_twice(ray_address: str, tmp_path: Path) -> None:
     run = tmp_path / "run"
     hooks = {"update_weights": {}} if importlib.util.find_spec("rl_plugin_hooks") else {}  # TorchRL's UpdateWeights, if installed
     trainer = rlcore.build_trainer(make_config(64 * 8, hooks=hooks, mode="async"), run_dir=run)
@@ -145,16 +148,24 @@ def test_async_logs_lag_and_utd_and_a_killed_worker_is_replaced(ray_address: str
     pids = trainer.collector.worker_pids()
 
     class Killer:
+        killed = 0
+
         @rlcore.hookimpl
         def rl_post_steps(self, trainer: Any) -> None:
-            if trainer.batches == 2:  # mid-run: worker 0 dies, whatever it is doing
-                os.kill(pids[0], signal.SIGKILL)
+            # mid-run: worker 0 dies, whatever it is doing; then, once it was replaced, its replacement
+            if trainer.batches == 2 or (self.killed == 1 and trainer.collector.failures == 1):
+                os.kill(trainer.collector.worker_pids()[0] if self.killed else pids[0], signal.SIGKILL)
+                self.killed += 1
 
     trainer.register_plugin(Killer(), "killer")
-    with pytest.warns(UserWarning) as caught:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")  # as a run shows them: a text repeated at one place is shown once
         trainer.train()
     failures = [str(w.message) for w in caught if "ray collector" in str(w.message)]
-    assert len(failures) == 1 and failures[0].startswith("ray collector: worker 0 died"), failures
+    assert len(failures) == 2, failures  # one warning for each death
+    for number, failure in enumerate(failures, start=1):
+        assert failure.startswith("ray collector: worker 0 died"), failure
+        assert failure.endswith(f"(failure {number} of collector.max_worker_failures=10)"), failure
 
     assert trainer.collected_frames == 512 and trainer.batches == 8  # exact: the dead worker's batch was never counted
     assert seen.shapes == [(2, 32)] * 8  # one worker's frames_per_batch frames
@@ -164,7 +175,7 @@ def test_async_logs_lag_and_utd_and_a_killed_worker_is_replaced(ray_address: str
     assert {v for _, v in logged["collector/utd_ratio"]} == {float(EPOCHS)}
     lags = [v for _, v in logged["collector/policy_lag"]]
     assert len(lags) == 8 and min(lags) >= 0 and max(lags) >= 1  # the other worker's batch was collected with older weights
-    assert logged["collector/worker_failures"][-1][1] == 1.0
+    assert logged["collector/worker_failures"][-1][1] == 2.0
     assert trainer.collector.version == 8  # one version per optimised batch (the hook's and the collector's push are one send)
 
 
@@ -235,6 +246,79 @@ def test_ctrl_c_checkpoints_and_exits_130(ray_address: str, tmp_path: Path) -> N
     saved = sorted(p.name for p in (run / "checkpoints").glob("ckpt-*"))
     frames = int(err.strip().splitlines()[-1].split()[1])  # "rlctl: N frames, run directory ..."
     assert saved[-1] == f"ckpt-{frames:012d}.pt"
+
+
+#: A process that, as rlctl does while a run is built, turns SIGINT/SIGTERM into a KeyboardInterrupt, and sends
+#: itself the signal of argv[1] while ``Session.open`` starts a local cluster: once the raylet's agents run.
+INTERRUPTED_START = """
+import os, signal, sys, threading, time
+import psutil
+from rl_plugin_ray._cluster import Session
+
+received, sent = [], []
+
+def handler(signum, _frame):
+    received.append(signum)
+    raise KeyboardInterrupt
+
+def send_once_the_agents_run():
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if any("Agent" in child.name() for child in psutil.Process().children(recursive=True)):
+                break
+        except psutil.Error:
+            pass
+        time.sleep(0.05)
+    sent.append(time.monotonic())
+    os.kill(os.getpid(), int(sys.argv[1]))
+
+for signum in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(signum, handler)
+threading.Thread(target=send_once_the_agents_run, daemon=True).start()
+try:
+    Session.open(None, 1).close()
+except KeyboardInterrupt:
+    print(f"stopped while starting: {bool(sent)}", flush=True)
+    sys.exit(128 + received[0])
+print("started", flush=True)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_local_cluster_starts_leaves_no_ray_process_behind(tmp_path: Path, signum: int) -> None:
+    psutil = pytest.importorskip("psutil")
+    script = tmp_path / "interrupted_start.py"
+    script.write_text(INTERRUPTED_START)
+    ray_tmp = tempfile.mkdtemp(prefix="rt-")  # the session's files: short paths (Ray's sockets live there)
+
+    def left() -> list[Any]:
+        """The processes with a file, a working directory or an argument in the session's directory."""
+        found = []
+        for process in psutil.process_iter():
+            try:
+                files = [f.path for f in process.open_files()] + [process.cwd(), *process.cmdline()]
+            except psutil.Error:
+                continue
+            if process.pid != os.getpid() and any(ray_tmp in f for f in files):
+                found.append(process)
+        return found
+
+    try:
+        done = subprocess.run(
+            [sys.executable, str(script), str(int(signum))], capture_output=True, text=True, timeout=120, env={**os.environ, "RAY_TMPDIR": ray_tmp}
+        )
+        assert done.returncode == 128 + signum and "stopped while starting: True" in done.stdout, done.stdout + done.stderr
+        deadline = time.monotonic() + 10
+        while left() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        survivors = left()
+        assert not survivors, [f"{process.pid} {process.name()} (parent {process.ppid()})" for process in survivors]
+    finally:
+        for process in left():
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
 class TestRayPlugin(PluginConformance):
