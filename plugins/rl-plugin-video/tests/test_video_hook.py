@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from tensordict import TensorDict
 from video_helpers import VideoListLogger, build_trainer, decode
 
 import rlcore
@@ -76,6 +77,27 @@ def test_render_source_needs_a_collector_with_step_observers(run_dir: Path) -> N
     with pytest.raises(rlcore.ConfigError, match="add_step_observer"):
         hooks["video_recorder"].rl_setup(trainer)
     trainer.collector.env.close()
+
+
+def test_without_frames_to_record_the_hint_fits_the_collector(run_dir: Path) -> None:
+    """``source: auto`` on a collector that steps its envs elsewhere (Ray's) reads frames from the batch; the batch
+    has none, and the message does not point to render(), which cannot be recorded there."""
+    trainer, hooks = build_trainer(run_dir, {"video_recorder": {"interval": 0}}, env_kwargs={"render_mode": "rgb_array"})
+    batch = TensorDict({"observation": torch.zeros(1, 4, 4)}, batch_size=[1, 4])
+    hook = hooks["video_recorder"]
+    hook.rl_setup(trainer)  # the local collector: render() can be recorded
+    with pytest.raises(rlcore.ConfigError, match=r"set key to the batch's frames, or record the env's render\(\) \(source: render"):
+        hook._record_batch(batch)
+    env, trainer.collector = trainer.collector.env, SimpleNamespace(env=trainer.collector.env)  # no add_step_observer
+    hook.rl_setup(trainer)
+    with pytest.raises(rlcore.ConfigError) as refused:
+        hook._record_batch(batch)
+    assert str(refused.value) == (
+        "hooks.video_recorder.key: the batch has no key 'pixels'; set key to the batch's frames (SimpleNamespace steps the envs in other "
+        "processes, where their render() cannot be recorded: collector.name: local records it, hooks.evaluation.video: true films the "
+        "policy with any collector)"
+    )
+    env.close()
 
 
 @pytest.mark.parametrize("skip", [1, 3])
