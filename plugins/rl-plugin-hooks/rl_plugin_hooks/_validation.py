@@ -32,8 +32,9 @@ class LogValidationReward(LogValidationRewardOptions, TrainerHookBase):
     ended, divided by ``frame_skip``), ``total_r_evaluation`` (their mean return), the values of any other
     ``log_keys`` the policy reads or writes (histograms), rl-core's ``eval/episode_return`` and
     ``eval/episode_length`` (``eval_<suffix>/...`` with a ``suffix``), and ``log_pbar``. Beside the ``evaluation``
-    hook, one of the two needs a ``suffix``: :meth:`register` refuses two evaluations under one name. The number of calls is its state. The options are those of
-    :class:`~rl_plugin_hooks.LogValidationRewardOptions`.
+    hook, one of the two needs a ``suffix``: :meth:`register` refuses two evaluations under one name. Of
+    data-parallel learners, rank 0 alone evaluates. The number of calls is its state. The options are those
+    of :class:`~rl_plugin_hooks.LogValidationRewardOptions`.
     """
 
     ENV_DEPREC = "the environment should be passed under the 'environment' key and not the 'recorder' key."
