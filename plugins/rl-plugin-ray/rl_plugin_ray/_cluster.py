@@ -17,6 +17,10 @@ from rlcore import ConfigError, first_line
 PROBE_SECONDS = 10.0
 
 
+#: what a failed join adds when Ray's token authentication is not set up here (a cluster of Ray 2.59 or later may use it)
+AUTH_HINT = "; if the cluster uses Ray's token authentication, set RAY_AUTH_MODE=token (and its token, RAY_AUTH_TOKEN) for rlctl too"
+
+
 class Session:
     """This process's connection to Ray for one run.
 
@@ -51,9 +55,11 @@ class Session:
         quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
         main_thread = threading.current_thread() is threading.main_thread()  # (elsewhere neither Ray nor Python sets handlers)
         handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)} if main_thread else {}
+        answered = False  # something listens at the address: a failed join is Ray's
         try:
             if address is not None:
                 _probe(address)
+                answered = True
                 ray.init(address=address, **quiet)
             else:
                 with _signals_held(handlers) if handlers else contextlib.nullcontext():
@@ -61,7 +67,8 @@ class Session:
         except (OSError, ValueError, RuntimeError) as err:  # (ConnectionError and TimeoutError among the first)
             where = f"cannot join the Ray cluster at {address!r}" if address else "cannot start a local Ray cluster"
             key = "collector.address" if address else "collector.num_cpus"
-            raise ConfigError(f"{key}: {where} ({first_line(err)})") from None
+            hint = AUTH_HINT if answered and not os.environ.get("RAY_AUTH_MODE") else ""
+            raise ConfigError(f"{key}: {where} ({first_line(err)}){hint}") from None
         except BaseException as stop:  # interrupted (a signal while it joins, or once a local cluster started): stop what it started
             ray.shutdown()
             # ray.init sets a SIGTERM handler of its own, sys.exit(15): the signal goes to the process's handler instead
