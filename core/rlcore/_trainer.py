@@ -770,7 +770,7 @@ class Trainer:
             self._pbar.set_postfix({k.split("/")[-1]: f"{v:.4g}" for k, v in self._pbar_values.items()}, refresh=False)
 
 
-def clip_grad_norm(params: Iterable[torch.Tensor], max_norm: float) -> torch.Tensor:
+def clip_grad_norm(params: Iterable[torch.Tensor], max_norm: float | None) -> torch.Tensor:
     """Scale the gradients of ``params`` so that their global 2-norm is at most ``max_norm``.
 
     ``nn.utils.clip_grad_norm_``'s math, with torch's multi-tensor kernels for gradients on one
@@ -778,7 +778,7 @@ def clip_grad_norm(params: Iterable[torch.Tensor], max_norm: float) -> torch.Ten
     which, for the small networks of RL, costs more than the backward pass of some layers.
 
     :param params: the parameters whose ``.grad`` to scale.
-    :param max_norm: the largest global norm.
+    :param max_norm: the largest global norm; ``None``: the gradients stay as they are (only their norm is wanted).
     :return: the global norm before clipping.
     """
     params = list(params)
@@ -786,9 +786,10 @@ def clip_grad_norm(params: Iterable[torch.Tensor], max_norm: float) -> torch.Ten
     if not grads:
         return torch.zeros(())
     if len({g.device for g in grads}) > 1:
-        return nn.utils.clip_grad_norm_(params, max_norm)
+        return nn.utils.clip_grad_norm_(params, float("inf") if max_norm is None else max_norm)
     norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
-    torch._foreach_mul_(grads, torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+    if max_norm is not None:
+        torch._foreach_mul_(grads, torch.clamp(max_norm / (norm + 1e-6), max=1.0))
     return norm
 
 

@@ -128,11 +128,8 @@ class OptimizerHook(OptimizerHookOptions, TrainerHookBase):
 def _clip(params: list[torch.Tensor], by_norm: bool, clip_norm: float | None) -> torch.Tensor:
     """Clip the gradients of ``params`` as TorchRL's optimizer hook does (by their global norm, or each value);
     return their norm before clipping."""
-    if by_norm and clip_norm is not None:
-        return clip_grad_norm(params, clip_norm)
-    grads = [p.grad for p in params if p.grad is not None]
-    norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))) if grads else torch.zeros(())
-    if clip_norm is not None:
+    norm = clip_grad_norm(params, clip_norm if by_norm else None)
+    if not by_norm and clip_norm is not None:
         nn.utils.clip_grad_value_(params, clip_norm)
     return norm
 
