@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import torch
 from tensordict import TensorDict, TensorDictBase
 
 from rlcore import ConfigError, as_key, hookimpl
@@ -107,7 +106,7 @@ class TensorDictRecorderHook(TensorDictRecorderOptions, PluginHook):
             shares = distributed.gather(selected.cpu())
             if shares is None:
                 return
-            selected = torch.cat(shares, dim=0)  # [envs, time]: the ranks' envs side by side
+            selected = TensorDict.cat(shares, dim=0)  # [envs, time]: the ranks' envs side by side
         directory = self._directory or self._output(trainer)
         save_rollout(selected, directory / f"batch_{frames:09d}")
 

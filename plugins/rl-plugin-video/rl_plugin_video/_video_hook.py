@@ -44,7 +44,6 @@ class VideoRecorderHook(VideoRecorderOptions, PluginHook):
         self._ended: np.ndarray | None = None
         self._next_start = 0
         self._render = False
-        self._renders_here = True  # whether the collector steps the envs in this process (add_step_observer)
         self._remove_observer: Callable[[], None] | None = None
 
     # ------------------------------------------------------------------ state
@@ -74,7 +73,6 @@ class VideoRecorderHook(VideoRecorderOptions, PluginHook):
                 "(collector.name: local); a key of frames the collector itself puts in its batches works too (source: pixels, key: ...)"
             )
         self._render = self.source == "render" or (self.source == "auto" and renders and add_step_observer is not None)
-        self._renders_here = add_step_observer is not None
         if self._render and add_step_observer is not None:
             self._remove_observer = add_step_observer(self._on_step)
         self._maybe_start()
@@ -106,11 +104,11 @@ class VideoRecorderHook(VideoRecorderOptions, PluginHook):
             return
         pixels = batch.get(as_key(self.key), None)
         if pixels is None:
-            collector = type(self._trainer.collector).__name__ if self._trainer is not None else "the collector"
+            collector = getattr(self._trainer, "collector", None)
             other = (
                 ", or record the env's render() (source: render, env.kwargs.render_mode: rgb_array)"
-                if self._renders_here
-                else f" ({collector} steps the envs in other processes, where their render() cannot be recorded: "
+                if collector is None or getattr(collector, "add_step_observer", None) is not None  # it steps the envs here
+                else f" ({type(collector).__name__} steps the envs in other processes, where their render() cannot be recorded: "
                 "collector.name: local records it, hooks.evaluation.video: true films the policy with any collector)"
             )
             raise ConfigError(f"hooks.video_recorder.key: the batch has no key {self.key!r}; set key to the batch's frames{other}")
