@@ -152,9 +152,8 @@ class ReplayBufferTrainer(TrainerHookBase):
     def pace_exploration(self, batch: TensorDictBase) -> None:
         """Set the exploration wrappers' clocks to the trainer's frames (``batch_process``)."""
         trainer = self._trainer
-        ranks = 1 if trainer.distributed is None else trainer.distributed.world_size  # each steps its share of the envs
         for explorer in self._explorers:
-            explorer.follow(trainer.collected_frames, trainer.frame_skip * ranks)
+            explorer.follow(trainer.collected_frames, trainer.frame_skip * self._ranks)  # each rank steps its share of the envs
 
     def gate(self) -> None:
         """Skip the batch's optimisation steps before ``init_random_frames`` (``pre_optim_steps``); anneal ``beta``."""
