@@ -50,7 +50,7 @@ import tempfile
 import time
 from typing import Any
 
-from pg_speed_vs_sb3 import ensure_sb3  # SB3 pinned, installed without its dependencies into a temp folder
+from pg_speed_vs_sb3 import describe_machine, ensure_sb3  # SB3 pinned, installed without its dependencies into a temp folder
 
 #: rl-zoo3's CartPole-v1 DQN (hyperparams/dqn.yml), with SB3's defaults for what it leaves out
 DQN = {
@@ -229,6 +229,47 @@ def in_bf16(fn: Any, device: str) -> Any:
     return wrapped
 
 
+def sb3_model(algo: str, seed: int, device: str = "cpu") -> Any:
+    """Stable-Baselines3's ``algo`` with the pinned hyperparameters of :data:`SETTINGS` (not trained yet)."""
+    ensure_sb3()
+    import torch
+    from stable_baselines3 import DQN as SB3DQN
+    from stable_baselines3 import SAC as SB3SAC
+
+    h = SETTINGS[algo]
+    shared = {  # the keyword arguments of both
+        "learning_rate": h["lr"],
+        **{key: h[key] for key in ("batch_size", "buffer_size", "learning_starts", "gamma", "train_freq", "gradient_steps")},
+        "device": device,
+        "seed": seed,
+        "verbose": 0,
+    }
+    policy = {"net_arch": h["net_arch"], "activation_fn": torch.nn.ReLU, "optimizer_kwargs": {"eps": h["adam_eps"]}}
+    if algo == "dqn":
+        return SB3DQN(
+            "MlpPolicy",
+            h["env"],
+            target_update_interval=h["target_update_interval"],
+            exploration_fraction=h["exploration_fraction"],
+            exploration_initial_eps=h["exploration_initial_eps"],
+            exploration_final_eps=h["exploration_final_eps"],
+            max_grad_norm=h["max_grad_norm"],
+            tau=1.0,
+            policy_kwargs=policy,
+            **shared,
+        )
+    return SB3SAC(
+        "MlpPolicy",
+        h["env"],
+        tau=h["tau"],
+        ent_coef=f"auto_{h['init_alpha']}",
+        target_update_interval=1,
+        target_entropy="auto",
+        policy_kwargs={**policy, "n_critics": 2},
+        **shared,
+    )
+
+
 def run_sb3(
     algo: str, seed: int, frames: int, breakdown: bool = False, flush_denormal: bool = False, device: str = "cpu", autocast: bool = False
 ) -> dict[str, Any]:
@@ -246,8 +287,6 @@ def run_sb3(
 
     torch.set_num_threads(1)
     torch.set_flush_denormal(flush_denormal)
-    from stable_baselines3 import DQN as SB3DQN
-    from stable_baselines3 import SAC as SB3SAC
     from stable_baselines3.common.callbacks import BaseCallback
 
     h = SETTINGS[algo]
@@ -285,53 +324,7 @@ def run_sb3(
         def _on_step(self) -> bool:
             return True
 
-    if algo == "dqn":
-        model = SB3DQN(
-            "MlpPolicy",
-            h["env"],
-            learning_rate=h["lr"],
-            batch_size=h["batch_size"],
-            buffer_size=h["buffer_size"],
-            learning_starts=h["learning_starts"],
-            gamma=h["gamma"],
-            target_update_interval=h["target_update_interval"],
-            train_freq=h["train_freq"],
-            gradient_steps=h["gradient_steps"],
-            exploration_fraction=h["exploration_fraction"],
-            exploration_initial_eps=h["exploration_initial_eps"],
-            exploration_final_eps=h["exploration_final_eps"],
-            max_grad_norm=h["max_grad_norm"],
-            tau=1.0,
-            policy_kwargs={"net_arch": h["net_arch"], "activation_fn": torch.nn.ReLU, "optimizer_kwargs": {"eps": h["adam_eps"]}},
-            device=device,
-            seed=seed,
-            verbose=0,
-        )
-    else:
-        model = SB3SAC(
-            "MlpPolicy",
-            h["env"],
-            learning_rate=h["lr"],
-            batch_size=h["batch_size"],
-            buffer_size=h["buffer_size"],
-            learning_starts=h["learning_starts"],
-            gamma=h["gamma"],
-            tau=h["tau"],
-            train_freq=h["train_freq"],
-            gradient_steps=h["gradient_steps"],
-            ent_coef=f"auto_{h['init_alpha']}",
-            target_update_interval=1,
-            target_entropy="auto",
-            policy_kwargs={
-                "net_arch": h["net_arch"],
-                "activation_fn": torch.nn.ReLU,
-                "n_critics": 2,
-                "optimizer_kwargs": {"eps": h["adam_eps"]},
-            },
-            device=device,
-            seed=seed,
-            verbose=0,
-        )
+    model = sb3_model(algo, seed, device)
     if autocast:
         model.train = in_bf16(model.train, device)  # type: ignore[method-assign]
     timed = {"seconds": 0.0, "updates": 0}
@@ -381,7 +374,7 @@ def _median(values: list[float]) -> float:
 
 def report(algo: str, rows: list[dict[str, Any]]) -> None:
     h = SETTINGS[algo]
-    print(f"\n### {algo.upper()} on {h['env']}\n")
+    print(f"\n### {algo.upper()} on {h['env']}\n\n{describe_machine()}\n")
     print(f"| framework | seed | frames | training wall s | frames/s | wall s to {h['threshold']:g} (eval) | frames to it | last eval |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
@@ -448,7 +441,7 @@ def products_per_update(algo: str, frames: int = 1000) -> float:
 
 def report_breakdown(algo: str, rows: list[dict[str, Any]], device: str = "cpu") -> None:
     """Per frame: the optimisation steps and the rest of the loop, for each framework; and, on the CPU, the floor of the update's products."""
-    print(f"\n### Where a frame's time goes, {algo.upper()} (seed {rows[0]['seed']}; rl-core profiled, SB3's train timed)\n")
+    print(f"\n### Where a frame's time goes, {algo.upper()} (seed {rows[0]['seed']}; rl-core profiled, SB3's train timed)\n\n{describe_machine()}\n")
     print("| framework | frames/s | ms per frame | update ms per frame | rest of the loop ms per frame | updates |")
     print("| --- | --- | --- | --- | --- | --- |")
     for r in rows:
@@ -463,9 +456,14 @@ def report_breakdown(algo: str, rows: list[dict[str, Any]], device: str = "cpu")
           f"{per_update:.2f} ms per frame at this update-to-data ratio")  # fmt: skip
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         products = pool.submit(products_per_update, algo).result()
-    update = rows[0]["update_seconds"] / rows[0]["updates"] * 1e3
+    ours, theirs = rows
+    update = ours["update_seconds"] / ours["updates"] * 1e3
+    budget = theirs["seconds"] / theirs["frames"] * 1e3 / 2  # ms a frame at 2x SB3's frames/s
+    rest = budget - products * ours["updates"] / ours["frames"]
+    loop = {r["name"]: (r["seconds"] - r["update_seconds"]) / r["frames"] * 1e3 for r in rows}
     print(f"rl-core's matrix products, all of them (torch.profiler's self time over a 1000-frame run): {products:.2f} ms of the "
-          f"{update:.2f} ms of an update; 2x SB3 leaves {rows[1]['seconds'] / rows[1]['frames'] * 1e3 / 2:.2f} ms for a whole frame")  # fmt: skip
+          f"{update:.2f} ms of an update; 2x SB3 leaves {budget:.2f} ms for a whole frame, {rest:.2f} ms of it for everything "
+          f"besides the products, where the loop around the updates takes {loop['rl-core']:.2f} ms (SB3's {loop['Stable-Baselines3']:.2f} ms)")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,6 +24,8 @@ import argparse
 import concurrent.futures
 import importlib.util
 import multiprocessing
+import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -171,6 +173,27 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def describe_machine() -> str:
+    """This machine in one line: the CPU, its cores, the vector instructions torch's kernels use, torch's version.
+
+    The ratios of the SB3 comparisons depend on it: where the networks' matrix products are most of a step
+    (the off-policy algorithms' [256, 256] layers), both frameworks wait on the same products.
+    """
+    import torch
+
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as info:
+            lines = info.read().splitlines()
+        model = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), model)
+        flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
+        extra = [name for name in ("avx512f", "amx_tile", "amx_bf16") if name in flags]
+    except OSError:  # not Linux
+        extra = []
+    capability = torch.backends.cpu.get_cpu_capability()
+    return f"machine: {model}, {os.cpu_count()} cores, torch {torch.__version__} ({capability}{', ' + ', '.join(extra) if extra else ''})"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frames", type=int, default=300_000, help="frames per run")
@@ -191,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
             rows.append(pool.submit(fn, seed, args.frames).result())
 
+    print(describe_machine() + "\n")
     print("| framework | seed | frames | wall s | frames/s | wall s to 475 (mean of last 20 episodes) | final return |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
