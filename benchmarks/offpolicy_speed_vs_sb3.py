@@ -424,7 +424,7 @@ PRODUCTS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
 
 def products_per_update(algo: str, frames: int = 1000) -> float:
     """ms per optimisation step of rl-core's matrix products: their self time under ``torch.profiler`` over a run of
-    ``frames`` frames (seed 0; run it in a fresh process)."""
+    ``frames`` frames past the warm-up of random actions (seed 0; run it in a fresh process)."""
     import torch
     from torch.profiler import profile
 
@@ -432,7 +432,7 @@ def products_per_update(algo: str, frames: int = 1000) -> float:
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as run_dir:
-        trainer = rlcore.build_trainer(rlcore_config(algo, 0, frames), run_dir=run_dir)
+        trainer = rlcore.build_trainer(rlcore_config(algo, 0, SETTINGS[algo]["learning_starts"] + frames), run_dir=run_dir)
         with profile() as prof:
             trainer.train()
     products = sum(event.self_cpu_time_total for event in prof.key_averages() if event.key in PRODUCTS) / 1e6
@@ -461,7 +461,7 @@ def report_breakdown(algo: str, rows: list[dict[str, Any]], device: str = "cpu")
     budget = theirs["seconds"] / theirs["frames"] * 1e3 / 2  # ms a frame at 2x SB3's frames/s
     rest = budget - products * ours["updates"] / ours["frames"]
     loop = {r["name"]: (r["seconds"] - r["update_seconds"]) / r["frames"] * 1e3 for r in rows}
-    print(f"rl-core's matrix products, all of them (torch.profiler's self time over a 1000-frame run): {products:.2f} ms of the "
+    print(f"rl-core's matrix products, all of them (torch.profiler's self time over 1000 frames past the warm-up): {products:.2f} ms of the "
           f"{update:.2f} ms of an update; 2x SB3 leaves {budget:.2f} ms for a whole frame, {rest:.2f} ms of it for everything "
           f"besides the products, where the loop around the updates takes {loop['rl-core']:.2f} ms (SB3's {loop['Stable-Baselines3']:.2f} ms)")  # fmt: skip
 
