@@ -67,7 +67,7 @@ def dispatch_cost(plugins: int, steps: int, calls: int = 20000) -> float:
     operation = (time.perf_counter() - start) / calls
     start = time.perf_counter()
     for _ in range(calls):
-        pm.call_chain("rl_process_optim_batch", "batch", trainer=trainer, batch=batch)
+        pm.call_chain("rl_process_optim_batch", TensorDict, trainer=trainer, batch=batch)
     data = (time.perf_counter() - start) / calls
     # per batch: 1 + steps data-hook calls, 4 + 4 x steps other hook calls
     return data * (1 + steps) + operation * (4 + 4 * steps)

@@ -39,8 +39,6 @@ import torch.nn.functional as F
 from offpolicy_speed_vs_sb3 import SAC, rlcore_config, sb3_model
 from pg_speed_vs_sb3 import describe_machine
 
-from rlcore._optim import optimizer_step  # the kernel's optimizer step (fused Adam called directly)
-
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _LOG_2 = math.log(2.0)
 _relu_backward_ = torch.ops.aten.threshold_backward.grad_input  # grad where the layer's output > 0, else 0; in place
@@ -65,7 +63,7 @@ def rlcore_step(trainer: Any) -> Callable[[], None]:
         for param in params:
             param.grad = None
         (losses["loss_qvalue"] + losses["loss_actor"] + losses["loss_alpha"]).backward()
-        optimizer_step(optimizer)
+        optimizer.step()
         loss.target_hook.step()
 
     return step
@@ -176,7 +174,7 @@ def hand_step(trainer: Any, optimize: bool = True) -> Callable[..., dict[str, An
             getattr(critic, b).grad = torch.stack([grads[0][1][i], grads[1][1][i]]).unsqueeze(1)
         loss.log_alpha.grad = -(log_pi_s + loss.target_entropy).mean()
         if optimize:
-            optimizer_step(optimizer)
+            optimizer.step()
             loss.target_hook.step()
         q_min = torch.minimum(at_pi[0][0], at_pi[1][0])
         return {

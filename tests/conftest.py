@@ -1,6 +1,6 @@
 """Shared fixtures: the test plugins of tests/plugins/ (and tests/mistakes/), pip-installed as real distributions into a temporary site.
 
-The installing is rl-core's author kit's (``rlcore.testing.pip_install`` and ``use_site``), as a
+The installing is rl-core's author kit's (``rlcore_testing.pip_install`` and ``use_site``), as a
 plugin author's tests would do it.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import rlcore
-from rlcore.testing import pip_install, use_site
+from rlcore_testing import pip_install, use_site
 
 TEST_PLUGINS = Path(__file__).parent / "plugins"
 #: a plugin that makes every mistake an author can (tests/test_plugin_mistakes.py)

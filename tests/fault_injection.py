@@ -103,7 +103,7 @@ def metric_rows(run: Path) -> list[tuple[str, str, str]]:
 
 def assert_same_run(whole: Path, killed: Path, frames: int) -> None:
     """The killed-and-resumed run ended bit-identical to the whole one, with the same metrics, each logged once."""
-    from rlcore.testing import assert_state_equal
+    from rlcore_testing import assert_state_equal
 
     reference, resumed = final_state(whole, frames), final_state(killed, frames)
     for part in ("loss_module", "optimizer", "collector", "rng"):

@@ -60,6 +60,7 @@ def wandb_metrics(run_dir: Path) -> dict[str, list[int]]:
     return found
 
 
+@pytest.mark.slow
 def test_four_loggers_and_evaluation_see_every_metric(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
@@ -94,7 +95,7 @@ def test_four_loggers_and_evaluation_see_every_metric(tmp_path, monkeypatch):
 def test_a_loggers_options_are_checked_by_name_and_type_as_its_class_takes_them(name: str, module: str, cls: str) -> None:
     import importlib
 
-    from rlcore._options import options_of
+    from rlcore._kernel.options import options_of
 
     plugin = importlib.import_module(module)
     declared, open_ended = options_of(plugin.make_logger)  # what the config's loggers.<name> is checked against

@@ -10,7 +10,7 @@ import pytest
 
 from rlcore.builtins.console_logger import ConsoleLogger
 from rlcore.builtins.csv_logger import HEADER, CSVLogger
-from rlcore.testing import LoggerConformance, MemoryLogger, Scalars
+from rlcore_testing import LoggerConformance, MemoryLogger, Scalars
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:

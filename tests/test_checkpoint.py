@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import rlcore
-from rlcore.builtins.torch_checkpoint import TorchCheckpointBackend, _numpy_globals
-from rlcore.testing import CheckpointBackendConformance
+from rlcore.builtins.torch_checkpoint import TorchCheckpointBackend, numpy_globals
+from rlcore_testing import CheckpointBackendConformance
 
 
 class TestTorchCheckpointBackend(CheckpointBackendConformance):
@@ -20,7 +20,7 @@ class TestTorchCheckpointBackend(CheckpointBackendConformance):
 
     def read_back(self, path: Path) -> dict[str, Any]:
         """A plain ``torch.load`` of the file, trusting only what the backend declares safe."""
-        with torch.serialization.safe_globals(_numpy_globals()):
+        with torch.serialization.safe_globals(numpy_globals()):
             return torch.load(path, weights_only=True)
 
 

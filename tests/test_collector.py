@@ -8,7 +8,7 @@ import torch
 from tensordict.nn import TensorDictModule
 
 import rlcore
-from rlcore._envs import env_states, load_env_states, make_vector_env
+from rlcore._app.envs import env_states, load_env_states, make_vector_env
 
 
 def constant_policy(action: int = 0) -> TensorDictModule:
@@ -109,6 +109,7 @@ def test_async_vectorization():
         env.close()
 
 
+@pytest.mark.slow
 def test_unknown_env_id_names_it():
     with pytest.raises(rlcore.ConfigError, match="env.id: unknown env 'CartPol-v1'"):
         make_vector_env("CartPol-v1", 1)
@@ -134,7 +135,7 @@ def test_normalisation_wrappers_use_raw_returns_and_checkpoint_their_statistics(
 
 
 def test_evaluate_is_deterministic():
-    from rlcore._evaluate import evaluate
+    from rlcore._app.evaluate import evaluate
 
     policy = TensorDictModule(lambda obs: (obs[:, 2] > 0).long(), ["observation"], ["action"])
     first = evaluate(policy, make_vector_env("CartPole-v1", 1), episodes=2, seed=5)

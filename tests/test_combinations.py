@@ -93,6 +93,7 @@ def test_torchsnapshot_checkpoints_and_resume(algo: str, tmp_path: Path) -> None
     check_run(run, resumed)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ALGORITHMS)
 def test_with_the_first_party_hooks_and_wrappers_users_add(algo: str, tmp_path: Path) -> None:
     for module in ("rl_plugin_envs", "rl_plugin_video", "rl_plugin_hooks", "imageio"):
@@ -116,6 +117,7 @@ def test_with_the_first_party_hooks_and_wrappers_users_add(algo: str, tmp_path: 
     assert videos == {"eval", "eval_validation", "train"}, videos
 
 
+@pytest.mark.slow
 def test_two_evaluations_under_one_name_are_refused(rlctl_bare: Any, tmp_path: Path) -> None:
     """``evaluation`` and TorchRL's ``log_validation_reward`` would log the same metrics and overwrite each other's videos."""
     for module in ("rl_plugin_video", "rl_plugin_hooks", "rl_plugin_pg"):
@@ -143,6 +145,7 @@ def ray_cluster() -> Any:
     ray.shutdown()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ALGORITHMS)
 def test_ray_collectors(algo: str, ray_cluster: Any, tmp_path: Path) -> None:
     run = tmp_path / "run"

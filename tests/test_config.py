@@ -14,6 +14,7 @@ import yaml
 import rlcore
 
 
+@pytest.mark.slow
 def test_defaults_merge_algorithm_defaults_and_overrides(toy_pm):
     config = rlcore.load_config(plugin_manager=toy_pm, overrides=["algo.name=toy", "trainer.total_frames=128", "optim.lr=0.01"])
     assert config["algo"] == {"name": "toy", "lr_scale": 1.0}
@@ -54,7 +55,7 @@ def test_ckpt_backend_env_var_chooses_unless_the_config_does(toy_pm, monkeypatch
 
 
 def test_a_run_path_stays_inside_the_run_directory_and_off_its_own_entries():
-    from rlcore._options import InsideRunDir
+    from rlcore._kernel.options import InsideRunDir
 
     inside = InsideRunDir()
     assert all(path in inside for path in (".", "./x", "videos/eval", "sub/config.yaml", "metrics2.csv"))
@@ -64,16 +65,17 @@ def test_a_run_path_stays_inside_the_run_directory_and_off_its_own_entries():
 def test_yaml_merge_keys_are_no_duplicates_and_keys_of_other_types_differ(tmp_path):
     import yaml
 
-    from rlcore._config import read_config_file
+    from rlcore._app.config import read_config_file
 
     config = tmp_path / "merged.yaml"
     config.write_text("common: &C {lr: 1.0, eps: 1}\ndefs:\n  fast: &A {<<: *C, lr: 2.0}\noptim: {<<: *A}\n")
     assert read_config_file(config)["optim"] == {"lr": 2.0, "eps": 1}
-    assert yaml.load('{1: a, "1": b}', Loader=rlcore._config.yaml_loader()) == {1: "a", "1": "b"}
+    assert yaml.load('{1: a, "1": b}', Loader=rlcore._app.config.yaml_loader()) == {1: "a", "1": "b"}
     with pytest.raises(yaml.YAMLError, match="duplicate key 'b'"):
-        yaml.load("{a: {b: 1, b: 2}}", Loader=rlcore._config.yaml_loader())
+        yaml.load("{a: {b: 1, b: 2}}", Loader=rlcore._app.config.yaml_loader())
 
 
+@pytest.mark.slow
 def test_cli_bad_input_is_one_line_exit_2(with_plugins, tmp_path, rlctl):
     bad = tmp_path / "bad.yaml"
     bad.write_text("trainer: {total_frames: [1\n")
@@ -100,6 +102,7 @@ def test_cli_bad_input_is_one_line_exit_2(with_plugins, tmp_path, rlctl):
         assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_cli_train_writes_the_run_directory_and_its_config_reproduces_it(with_plugins, tmp_path, rlctl):
     env = {"HOOKRECORDER_LOG": str(tmp_path / "calls.txt")}
     first = rlctl("train", "--algo", "toy", "--seed", "3", "--frames", "192", "--out", str(tmp_path / "a"), env=env)
@@ -123,6 +126,7 @@ def test_cli_train_writes_the_run_directory_and_its_config_reproduces_it(with_pl
     assert losses(run) == losses(tmp_path / "b")
 
 
+@pytest.mark.slow
 def test_cli_config_show_and_eval(with_plugins, tmp_path, rlctl):
     listed = rlctl("config", "show")  # no ALGO: the algorithms, a line each
     assert listed.returncode == 0 and "toy     a toy policy gradient for tests  [hookrecorder]" in [line.strip() for line in listed.stdout.splitlines()]
@@ -149,6 +153,7 @@ def test_cli_config_show_and_eval(with_plugins, tmp_path, rlctl):
     assert frames.shape == (report["lengths"][0], 400, 600, 3)  # one frame per action of the first episode
 
 
+@pytest.mark.slow
 def test_cli_warns_about_unrelated_broken_plugins_and_refuses_needed_ones(with_plugins, tmp_path, rlctl):
     result = rlctl("train", "--algo", "toy", "--frames", "64", "--out", str(tmp_path / "r"))
     assert result.returncode == 0
@@ -158,6 +163,7 @@ def test_cli_warns_about_unrelated_broken_plugins_and_refuses_needed_ones(with_p
     assert result.stderr.strip().splitlines()[-1].startswith("rlctl: error: algo.name: unknown algorithm 'toy'")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_signal_finishes_the_batch_checkpoints_and_exits(with_plugins, tmp_path, signum, code, rlctl):
     run = tmp_path / "run"

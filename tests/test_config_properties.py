@@ -16,7 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rlcore
-from rlcore._config import flatten
+from rlcore._app.config import flatten
+
+pytestmark = pytest.mark.slow  # subprocesses, several processes, kills and resumes: the slow tier
 
 #: base runs (small, so that a batch is quick) and the keys drawn for them
 BASES = {

@@ -22,7 +22,7 @@ from torch import nn
 
 import rlcore
 from rlcore import Range, TrainerHookBase, hookspecs
-from rlcore._cli import main
+from rlcore._app.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -344,9 +344,11 @@ def test_load_override_save_and_the_plugins_that_took_part(tmp_path, recwarn):
 # --------------------------------------------------------------------------- install hints
 
 
-def test_the_install_hint_table_matches_the_first_party_plugins():
-    from rlcore._plugins import FIRST_PARTY, KINDS
+def test_the_install_hint_data_matches_the_first_party_plugins():
+    from rlcore._kernel.manager import first_party_data
+    from rlcore.hookspecs import REGISTRIES
 
+    data = first_party_data()
     dists = {}
     for project in sorted((ROOT / "plugins").glob("rl-plugin-*/pyproject.toml")):
         meta = tomllib.loads(project.read_text())["project"]
@@ -354,29 +356,30 @@ def test_the_install_hint_table_matches_the_first_party_plugins():
         dists[meta["name"]] = meta["entry-points"]["rlcore.plugins"]
     pm = rlcore.get_plugin_manager()
     builtins = {i.name for i in pm.infos.values() if i.builtin}
-    for kind, table in FIRST_PARTY.items():
-        assert kind in KINDS or kind == "commands"
+    for kind, table in data["provides"].items():
+        assert kind in REGISTRIES or kind == "commands"
         for name, provider in table.items():
             assert provider in dists or provider in builtins, f"{kind} {name!r}: {provider} is no first-party plugin"
+    assert set(data["launchers"].values()) <= set(dists)
     provided = {}  # what the installed first-party plugins actually register
-    for info in pm.describe():
+    for info in rlcore.describe_plugins(pm):
         if info.distribution in dists or info.builtin:
             for kind, names in info.provides.items():
                 for name in names:
                     provided[(kind, name)] = info.name if info.builtin else info.distribution
-    table_rows = {(kind, name): provider for kind, table in FIRST_PARTY.items() for name, provider in table.items()}
+    table_rows = {(kind, name): provider for kind, table in data["provides"].items() for name, provider in table.items()}
     assert provided == table_rows
 
 
 def test_the_first_party_entry_point_names_are_those_of_plugins():
-    from rlcore._plugins import FIRST_PARTY_PLUGINS
+    from rlcore._kernel.manager import first_party_data
 
     names = set()
     for project in sorted((ROOT / "plugins").glob("rl-plugin-*/pyproject.toml")):
         meta = tomllib.loads(project.read_text())["project"]
         assert list(meta["entry-points"]["rlcore.plugins"]) == [meta["name"].removeprefix("rl-plugin-")]  # rl-plugin-<name>: <name>
         names.add(meta["name"].removeprefix("rl-plugin-"))
-    assert names == FIRST_PARTY_PLUGINS
+    assert names == set(first_party_data()["plugins"])
 
 
 def test_a_command_of_a_plugin_that_is_not_installed_names_it(capsys):

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import rlcore
-from rlcore.testing import MemoryLogger, make_trainer
+from rlcore_testing import MemoryLogger, make_trainer
 
 
 class Episodes:
@@ -56,7 +56,7 @@ def test_the_first_criterion_met_wins_and_is_the_reason(tmp_path, limits, batche
 
 
 def test_the_run_says_why_it_stopped_before_its_frames(tmp_path, capsys):
-    from rlcore._cli import main
+    from rlcore._app.cli import main
 
     pytest.importorskip("rl_plugin_pg")
     with pytest.raises(SystemExit) as exited:
@@ -159,6 +159,7 @@ def test_get_stats_random_rollout_leaves_a_constant_dimension_as_it_is():
     assert 0.4 < stats["scale"][0] < 0.7 and abs(stats["loc"][0]) < 0.2  # the moving one, normalised
 
 
+@pytest.mark.slow
 def test_profile_accounts_for_the_loop_and_logs_perf_values(tmp_path, capsys):
     pytest.importorskip("rl_plugin_pg")
     config = rlcore.load_config(
@@ -207,11 +208,11 @@ class Sleeps(rlcore.TrainerHookBase):
 
 
 def test_profile_gives_each_hooks_ops_a_row_of_their_own(tmp_path):
-    """A TorchRL-style hook's ops are timed under its name, and taken out of rlcore.ops.<point>'s row."""
+    """A TorchRL-style hook's ops are timed under its name; what pluggy takes around them is the row of the hook calls."""
     trainer = make_trainer(tmp_path, hooks={"sleeps": Sleeps()}, profile=True, total_frames=128)
     trainer.register_op("post_steps", lambda: None)  # registered from Python: named by the op
     trainer.train()
     rows = {(where, what): seconds for where, what, seconds in trainer.profiler.rows()}
     assert 0.04 <= rows[("hooks.sleeps", "rl_post_steps")] < 0.2  # 4 batches of 10 ms
-    assert ("op test_profile_gives_each_hooks_ops_a_row_of_their_own.<locals>.<lambda>", "rl_post_steps") in rows
-    assert rows[("rlcore.ops.post_steps", "rl_post_steps")] < 0.01  # what is left: the loop over the ops
+    assert rows[("op test_profile_gives_each_hooks_ops_a_row_of_their_own.<locals>.<lambda>", "rl_post_steps")] < 0.01
+    assert rows[("rl-core", "hook calls")] < 0.04  # the sleeps are none of pluggy's

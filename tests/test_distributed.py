@@ -23,9 +23,9 @@ import torch
 import yaml
 
 import rlcore
-from rlcore._checkpoint import content_checksum
+from rlcore._kernel.checkpoint import content_checksum
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]  # torchrun: several processes, the slow tier
 
 CONFIG = {
     "algo": {"name": "ppo", "hidden_sizes": [16], "epochs": 2, "minibatches": 2},
@@ -101,7 +101,7 @@ def test_a_resume_with_the_same_world_size_continues_exactly(straight: Path) -> 
         rlcore.build_trainer(rlcore.load_config(run / "config.yaml"), run_dir=run, resume=True)
     assert str(refused.value) == (
         "--resume: the checkpoint does not fit this config "
-        "(the checkpoint was written by 2 data-parallel learner(s); resume it with as many (torchrun --nproc_per_node))"
+        "(the checkpoint was written by 2 data-parallel learner(s); resume it with as many processes)"
     )
     assert sorted(p.name for p in (run / "checkpoints").iterdir())[-1] == "ckpt-000000000192.pt"  # the run directory as it was
 

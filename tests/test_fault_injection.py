@@ -11,6 +11,8 @@ import concurrent.futures
 import pytest
 from fault_injection import BATCH, assert_same_run, kill_and_resume, start
 
+pytestmark = pytest.mark.slow  # subprocesses, several processes, kills and resumes: the slow tier
+
 pytest.importorskip("rl_plugin_pg")
 
 FRAMES = 48 * BATCH

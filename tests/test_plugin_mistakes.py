@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import rlcore
-from rlcore._plugins import where_failed
+from rlcore._kernel.manager import where_failed
 
 BY = "plugin 'intruder-factories' (rl-plugin-intruder)"
 
@@ -33,6 +33,7 @@ def config(**sections: Any) -> dict[str, Any]:
     return {**base, **sections}
 
 
+@pytest.mark.slow
 def test_a_first_party_entry_point_name_stays_first_party(intruder: Path) -> None:
     infos = rlcore.get_plugin_manager().infos
     assert infos["pg"].distribution == "rl-plugin-pg" and infos["pg"].ok
@@ -43,6 +44,7 @@ def test_a_first_party_entry_point_name_stays_first_party(intruder: Path) -> Non
     assert infos["pg"].distribution == "rl-plugin-intruder" and infos["pg"].ok and infos["pg (rl-plugin-pg)"].status == "blocked"
 
 
+@pytest.mark.slow
 def test_a_plugin_that_replaces_a_command_adds_none(intruder: Path, rlctl_bare: Any) -> None:
     result = rlctl_bare("train", "--help")
     assert result.returncode == 0 and "--algo" in result.stdout
@@ -67,7 +69,7 @@ def test_a_plugin_name_to_load_must_be_installed(intruder: Path, rlctl_bare: Any
 
 
 def test_plugins_list_shows_a_name_registered_twice(intruder: Path) -> None:
-    infos = {i.name: i for i in rlcore.get_plugin_manager().describe()}
+    infos = {i.name: i for i in rlcore.describe_plugins(rlcore.get_plugin_manager())}
     assert infos["intruder-csv"].status == "error: loggers name 'csv' is also registered by 'rlcore.csv'; block one with --no-plugin"
     assert infos["rlcore.csv"].ok
 
@@ -113,6 +115,7 @@ def test_a_factory_that_raises_is_named(intruder: Path, tmp_path: Path) -> None:
     assert str(wrapper_info.value) == f"env.wrappers.returns_none: {BY} returned None, expected a gymnasium.vector.VectorEnv"
 
 
+@pytest.mark.slow
 def test_from_the_command_line(intruder: Path, tmp_path: Path, rlctl_bare: Any) -> None:
     args = ["--plugin", "rl-plugin-pg", "--plugin", "intruder-factories", "train", "--algo", "ppo", "--set", "trainer.total_frames=128", "--set", "trainer.progress_bar=false"]
     result = rlctl_bare(*args, "--out", str(tmp_path / "a"), "--set", "hooks.returns_none={}")
@@ -148,6 +151,7 @@ def test_an_op_that_cannot_take_its_call_is_refused_when_registered(intruder: Pa
     assert where_failed(info.value) == f"{BY} making hook 'op_raises': "
 
 
+@pytest.mark.slow
 def test_a_name_of_a_plugin_not_loaded_says_which_are_installed_but_not_loaded(intruder: Path, tmp_path: Path, rlctl_bare: Any) -> None:
     result = rlctl_bare("--plugin", "rl-plugin-pg", "train", "--algo", "ppo", "--out", str(tmp_path / "a"), "--set", "hooks.counts={}")
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1

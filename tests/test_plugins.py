@@ -13,7 +13,7 @@ import rlcore
 
 def test_test_plugin_is_discovered_with_its_hooks_and_provides(with_plugins):
     pm = rlcore.get_plugin_manager()
-    info = {i.name: i for i in pm.describe()}["hookrecorder"]
+    info = {i.name: i for i in rlcore.describe_plugins(pm)}["hookrecorder"]
     assert info.status == "ok"
     assert info.distribution == "rl-plugin-hookrecorder"
     assert info.version == "1.2.3"
@@ -23,7 +23,7 @@ def test_test_plugin_is_discovered_with_its_hooks_and_provides(with_plugins):
 
 def test_builtins_are_plugins_and_blockable(with_plugins):
     pm = rlcore.get_plugin_manager()
-    builtins = {i.name for i in pm.describe() if i.builtin}
+    builtins = {i.name for i in rlcore.describe_plugins(pm) if i.builtin}
     assert builtins == {"rlcore.csv", "rlcore.console", "rlcore.torch_checkpoint", "rlcore.gymnasium"}
     blocked = rlcore.get_plugin_manager(block=["rlcore.csv"])
     assert blocked.infos["rlcore.csv"].status == "blocked"
@@ -86,7 +86,7 @@ def test_no_plugin_flag_blocks(with_plugins, rlctl):
 @pytest.mark.parametrize("argv", [["--help"], ["plugins", "list", "--all"]])
 def test_listing_and_help_do_not_import_torch(with_plugins, argv):
     code = (
-        "import sys; from rlcore._cli import main\n"
+        "import sys; from rlcore._app.cli import main\n"
         f"try:\n    main({argv!r})\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
         "heavy = [m for m in ('torch', 'tensordict', 'gymnasium') if m in sys.modules]\n"
         "assert not heavy, heavy\n"

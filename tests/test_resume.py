@@ -6,7 +6,9 @@ import random
 
 import pytest
 
-from rlcore.testing import assert_state_equal, kill_and_resume, last_checkpoint
+from rlcore_testing import assert_state_equal, kill_and_resume, last_checkpoint
+
+pytestmark = pytest.mark.slow  # subprocesses, several processes, kills and resumes: the slow tier
 
 pytest.importorskip("rl_plugin_pg")
 

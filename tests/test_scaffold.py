@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import rlcore
-from rlcore import _scaffold
-from rlcore._scaffold import check_name, next_steps, scaffold
-from rlcore.testing import pip_install, rlctl_plugins_list
+from rlcore._app import scaffold as scaffold_module
+from rlcore._app.scaffold import check_name, next_steps, scaffold
+from rlcore_testing import pip_install, rlctl_plugins_list
 
 NAME = "scaffold-demo"  # an entry-point name no other test plugin uses
 ROOT = Path(__file__).parents[1]
@@ -27,6 +27,7 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return {**env, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONDONTWRITEBYTECODE": "1", **extra}
 
 
+@pytest.mark.slow
 def test_new_then_pip_install_then_pytest_passes(tmp_path: Path) -> None:
     """``rlctl plugins new X && pip install ./X && pytest X``, as the issue says, in a user's shell.
 
@@ -72,8 +73,8 @@ def test_templates_are_package_data_with_no_placeholder_left(tmp_path: Path) -> 
         if path.is_file():
             text = path.read_text(encoding="utf-8")
             assert not re.search(r"\$\{?[a-z_]+", text), f"{path}: placeholder left"
-    constants = [name for name, value in vars(_scaffold).items() if isinstance(value, str) and "\n" in value and name != "__doc__"]
-    assert not constants, f"templates belong in rlcore/templates/, not in _scaffold.py: {constants}"
+    constants = [name for name, value in vars(scaffold_module).items() if isinstance(value, str) and "\n" in value and name != "__doc__"]
+    assert not constants, f"templates belong in rlcore/templates/, not in scaffold.py: {constants}"
 
 
 def test_scaffold_writes_the_documented_layout(tmp_path: Path) -> None:
@@ -137,6 +138,7 @@ def test_rlctl_plugins_new_prints_the_path_and_next_steps(tmp_path: Path) -> Non
     assert 'pip install -e ".[test]"' in done.stdout
 
 
+@pytest.mark.slow
 def test_rlctl_plugins_new_bad_name_or_existing_directory_exits_2(tmp_path: Path) -> None:
     bad = _rlctl("plugins", "new", "Reward_Stats", cwd=tmp_path)
     assert bad.returncode == 2

@@ -1,4 +1,4 @@
-"""rl-core's kit for plugin authors (``rlcore.testing``): the tiny trainer, the hook recorder, and suites that catch bugs."""
+"""rl-core's kit for plugin authors (``rlcore_testing``): the tiny trainer, the hook recorder, and suites that catch bugs."""
 
 from __future__ import annotations
 
@@ -15,14 +15,15 @@ import pytest
 import rlcore
 from rlcore import TrainerHookBase, hookimpl
 from rlcore.hookspecs import LIFECYCLE_HOOKS, LOOP_HOOKS
-from rlcore.testing import HookRecorder, MemoryLogger, kill_and_resume, make_trainer
+from rlcore_testing import HookRecorder, MemoryLogger, kill_and_resume, make_trainer
 
 
-def test_the_kit_is_a_pytest_plugin_of_rl_core() -> None:
+def test_the_kit_is_a_pytest_plugin_of_its_own_distribution_not_of_rl_core() -> None:
     from importlib import metadata
 
-    (entry,) = [ep for ep in metadata.distribution("rl-core").entry_points if ep.group == "pytest11"]
-    assert (entry.name, entry.value) == ("rlcore", "rlcore.testing")
+    (entry,) = [ep for ep in metadata.distribution("rl-core-testing").entry_points if ep.group == "pytest11"]
+    assert (entry.name, entry.value) == ("rlcore", "rlcore_testing")
+    assert [ep for ep in metadata.distribution("rl-core").entry_points if ep.group == "pytest11"] == []  # rl-core alone adds nothing to pytest
 
 
 def test_rl_trainer_is_a_real_short_run_recorded_hook_by_hook(
@@ -134,7 +135,7 @@ def test_make_trainer_refuses_an_env_it_cannot_drive(tmp_path: Path) -> None:
 BROKEN = '''
 import warnings
 from rlcore import CheckpointBackend, CheckpointError, Logger
-from rlcore.testing import CheckpointBackendConformance, LoggerConformance
+from rlcore_testing import CheckpointBackendConformance, LoggerConformance
 
 
 class ForgetfulLogger(Logger):
@@ -215,6 +216,7 @@ class TestCarelessBackend(CheckpointBackendConformance):
 '''
 
 
+@pytest.mark.slow
 def test_the_conformance_suites_fail_a_broken_logger_and_backend(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     module = tmp_path / "test_broken_implementations.py"
     module.write_text(textwrap.dedent(BROKEN), encoding="utf-8")
@@ -288,6 +290,7 @@ def test_a_trainer_hook_whose_hook_methods_its_register_leaves_out_is_refused(rl
     assert rl_make_trainer(hooks={"mixed": Registered()}).plugin_manager.has_plugin("hooks.mixed")
 
 
+@pytest.mark.slow
 def test_kill_and_resume_kills_a_run_and_wants_it_seeded(tmp_path: Path) -> None:
     """The killed run is killed for real (SIGKILL, its checkpoints left); runs without one seed cannot be compared."""
     pytest.importorskip("rl_plugin_pg")
@@ -335,8 +338,8 @@ def test_make_trainer_uses_the_wrappers_and_hooks_of_the_plugins_it_is_given(tmp
     trainer = make_trainer(tmp_path, plugins=[plugin, recorder], wrappers={"scale": {"factor": 0.5}}, hooks={"counter": {"every": 2}})
     trainer.train()
     assert all(call["batch"]["next", "reward"].eq(0.5).all() for call in recorder.of("batch_process"))
-    state = trainer._modules["env"].state_dict()
-    assert state == {"0:Scale": {"steps": 64}} and trainer._modules["counter"].count == 4
+    state = trainer.modules["env"].state_dict()
+    assert state == {"0:Scale": {"steps": 64}} and trainer.modules["counter"].count == 4
     with pytest.raises(rlcore.ConfigError, match=r"^env.wrappers.scale.factor: "):
         make_trainer(tmp_path / "b", plugins=[plugin], wrappers={"scale": {"factor": -1}})
     with pytest.raises(rlcore.ConfigError, match=r"^unknown key hooks.counter.evry"):

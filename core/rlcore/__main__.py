@@ -1,5 +1,5 @@
 """``python -m rlcore`` is ``rlctl``."""
 
-from ._cli import main
+from ._app.cli import main
 
 main()

@@ -8,7 +8,8 @@ Three kinds of hooks run inside the loop:
 
 - *data* hooks (``rl_batch_process``, ``rl_process_optim_batch``) chain: each
   implementation receives the previous one's output; returning ``None`` keeps the batch
-  as it was (it may have been changed in place);
+  as it was (it may have been changed in place). The trainer calls them as a chain (their
+  specs are ``firstresult``, so that a wrapper sees one batch, the final one);
 - *logging* hooks return a ``dict`` of values (or ``None``); the key ``log_pbar`` (bool)
   also shows that dict's values on the progress bar;
 - *operation* hooks return nothing.
@@ -24,17 +25,21 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from ._markers import hookspec
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     import click
-    import gymnasium
     from tensordict import TensorDictBase
 
-    from ._checkpoint import CheckpointBackend
-    from ._collector import CollectorProtocol
-    from ._logger import Logger
-    from ._registry import Algorithm
-    from ._trainer import Trainer
+    from ._kernel.contracts import (
+        CheckpointBackendFactory,
+        CollectorFactory,
+        EnvFactory,
+        EnvWrapperFactory,
+        HookFactory,
+        LoggerFactory,
+        VectorizationFactory,
+        World,
+    )
+    from ._kernel.registry import Algorithm
+    from ._kernel.trainer import Trainer
 
 __all__ = [
     "DATA_HOOKS",
@@ -42,6 +47,7 @@ __all__ = [
     "LIFECYCLE_HOOKS",
     "LOGGING_HOOKS",
     "LOOP_HOOKS",
+    "REGISTRIES",
     "HookPoint",
 ]
 
@@ -68,6 +74,17 @@ LIFECYCLE_HOOKS = ("rl_setup", "rl_shutdown", "rl_exception")
 DATA_HOOKS = ("rl_batch_process", "rl_process_optim_batch")
 #: Loop hooks whose implementations return values to log.
 LOGGING_HOOKS = ("rl_pre_steps_log", "rl_post_optim_log", "rl_post_steps_log")
+#: The registries of named factories: ``{kind: the hook that contributes to it}`` (``rlctl plugins list``'s ``provides``).
+REGISTRIES = {
+    "algorithms": "rl_register_algorithms",
+    "loggers": "rl_register_loggers",
+    "envs": "rl_register_envs",
+    "env_wrappers": "rl_register_env_wrappers",
+    "vectorizations": "rl_register_vectorizations",
+    "collectors": "rl_register_collectors",
+    "checkpoint_backends": "rl_register_checkpoint_backends",
+    "hooks": "rl_register_hooks",
+}
 
 
 # ---------------------------------------------------------------------------- lifecycle
@@ -108,7 +125,7 @@ def rl_exception(trainer: Trainer, exception: BaseException) -> None:
 # --------------------------------------------------------------------------- loop hooks
 
 
-@hookspec
+@hookspec(firstresult=True)
 def rl_batch_process(trainer: Trainer, batch: TensorDictBase) -> TensorDictBase | None:
     """Process a freshly collected batch of shape ``[envs, time]`` (data hook, chains).
 
@@ -138,7 +155,7 @@ def rl_pre_optim_steps(trainer: Trainer) -> None:
     """
 
 
-@hookspec
+@hookspec(firstresult=True)
 def rl_process_optim_batch(trainer: Trainer, batch: TensorDictBase) -> TensorDictBase | None:
     """Turn the batch into the sub-batch of one optimisation step (data hook, chains).
 
@@ -161,18 +178,20 @@ def rl_post_loss(trainer: Trainer, batch: TensorDictBase, losses: TensorDictBase
     """
 
 
-@hookspec(firstresult=True)
+@hookspec
 def rl_optimizer(trainer: Trainer, losses: TensorDictBase) -> dict[str, Any] | None:
-    """Perform the optimizer step for ``losses`` (first result wins).
+    """Perform the optimizer step for ``losses``.
 
-    The trainer's own implementation (``trylast``) sums the ``loss*`` entries, back-propagates,
+    Every implementation runs (TorchRL's trainer runs every op of its ``optimizer`` point: one per optimizer),
+    and the statistics they return are logged together. The trainer's own step is a ``trylast`` wrapper
+    around them: unless one of them returned statistics, it sums the ``loss*`` entries, back-propagates,
     clips gradients (``clip_grad_norm``/``clip_norm``), steps the optimizer and returns
     ``{"grad_norm": ...}`` when it clips by norm (else ``{}``). Return a dict to replace it, or wrap it
     (``wrapper=True``) to extend it.
 
     :param trainer: the running trainer.
     :param losses: the loss module's output for this step.
-    :return: statistics of the step (logged under ``optim/``), or ``None`` to let the next implementation act.
+    :return: statistics of the step (logged under ``optim/``), or ``None`` when this implementation did not step.
     """
 
 
@@ -219,6 +238,21 @@ def rl_post_steps_log(trainer: Trainer, batch: TensorDictBase) -> dict[str, Any]
     """
 
 
+# ------------------------------------------------------------------------------ the world
+
+
+@hookspec(firstresult=True)
+def rl_world(config: dict[str, Any]) -> World | None:
+    """The processes a run of ``config`` is one of, when a plugin starts or joins several (rl-plugin-torchrun's ranks).
+
+    Called once, before the run is built. A plugin that returns a :class:`rlcore.World` may refuse, with a
+    :class:`rlcore.ConfigError`, a config its processes cannot share out (envs that do not split evenly).
+
+    :param config: the resolved config.
+    :return: the world; ``None``: this process learns alone (the first result wins).
+    """
+
+
 # ------------------------------------------------------------------------------ registry
 
 
@@ -231,7 +265,7 @@ def rl_register_algorithms() -> list[Algorithm] | None:
 
 
 @hookspec
-def rl_register_loggers() -> dict[str, Callable[..., Logger]] | None:
+def rl_register_loggers() -> dict[str, LoggerFactory] | None:
     """Contribute loggers by name (the keys of the ``loggers`` config section, ``--logger NAME``).
 
     A factory is called as ``factory(exp_name=..., log_dir=..., **options)`` and returns a
@@ -242,7 +276,7 @@ def rl_register_loggers() -> dict[str, Callable[..., Logger]] | None:
 
 
 @hookspec
-def rl_register_envs() -> dict[str, Callable[..., gymnasium.Env]] | None:
+def rl_register_envs() -> dict[str, EnvFactory] | None:
     """Contribute environments by name, beside Gymnasium's registered ids.
 
     A factory is called as ``factory(**kwargs)`` (``env.kwargs``) and returns one ``gymnasium.Env``.
@@ -252,7 +286,7 @@ def rl_register_envs() -> dict[str, Callable[..., gymnasium.Env]] | None:
 
 
 @hookspec
-def rl_register_env_wrappers() -> dict[str, Callable[..., gymnasium.vector.VectorEnv]] | None:
+def rl_register_env_wrappers() -> dict[str, EnvWrapperFactory] | None:
     """Contribute vector-env wrappers by name (the keys of the ``env.wrappers`` config mapping).
 
     A factory is called as ``factory(env, **options)`` with a ``gymnasium.vector.VectorEnv``
@@ -263,7 +297,7 @@ def rl_register_env_wrappers() -> dict[str, Callable[..., gymnasium.vector.Vecto
 
 
 @hookspec
-def rl_register_vectorizations() -> dict[str, Callable[..., gymnasium.vector.VectorEnv]] | None:
+def rl_register_vectorizations() -> dict[str, VectorizationFactory] | None:
     """Contribute vector-env backends by name (``env.vectorization``: ``sync``, ``async``, ...).
 
     A factory is called as ``factory(make_env, num_envs, env_id=..., kwargs=...)``, where
@@ -279,7 +313,7 @@ def rl_register_vectorizations() -> dict[str, Callable[..., gymnasium.vector.Vec
 
 
 @hookspec
-def rl_register_collectors() -> dict[str, Callable[..., CollectorProtocol]] | None:
+def rl_register_collectors() -> dict[str, CollectorFactory] | None:
     """Contribute collectors by name (``collector.name``: ``local``, ``ray``, ...).
 
     A factory is called as ``factory(env, policy, frames_per_batch, *, device, make_env, **options)``:
@@ -298,7 +332,7 @@ def rl_register_collectors() -> dict[str, Callable[..., CollectorProtocol]] | No
 
 
 @hookspec
-def rl_register_checkpoint_backends() -> dict[str, Callable[..., CheckpointBackend]] | None:
+def rl_register_checkpoint_backends() -> dict[str, CheckpointBackendFactory] | None:
     """Contribute checkpoint backends by name (``checkpoint.backend``, env ``CKPT_BACKEND``).
 
     A factory is called as ``factory(directory=..., keep_last=...)`` and returns a
@@ -309,7 +343,7 @@ def rl_register_checkpoint_backends() -> dict[str, Callable[..., CheckpointBacke
 
 
 @hookspec
-def rl_register_hooks() -> dict[str, Callable[..., Any]] | None:
+def rl_register_hooks() -> dict[str, HookFactory] | None:
     """Contribute trainer hooks by name (the keys of the ``hooks`` config section).
 
     A factory is called as ``factory(**options)``. It returns either a

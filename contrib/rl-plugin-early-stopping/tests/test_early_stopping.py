@@ -1,4 +1,4 @@
-"""Tests of the ``early_stopping`` hook, with rl-core's public API and its kit for plugin authors (``rlcore.testing``)."""
+"""Tests of the ``early_stopping`` hook, with rl-core's public API and its kit for plugin authors (``rlcore_testing``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import torch
 import rlcore
 from rl_plugin_early_stopping import early_stopping
 from rl_plugin_early_stopping._hook import METRIC, EarlyStopping
-from rlcore.testing import HookRecorder, MemoryLogger, PluginConformance
+from rlcore_testing import HookRecorder, MemoryLogger, PluginConformance
 
 # ----------------------------------------------------------------------------- discovery
 
@@ -134,8 +134,8 @@ def test_a_real_run_stops_early_and_checkpoints_the_hook(
     assert hook.window_return is not None and hook.window_return >= 5.0
     assert trainer.stop_reason is not None and trainer.stop_reason.startswith("early_stopping: mean return of the last")
     # it judged the window once per batch, at post_steps, after the batch's last optimizer step
-    names = recorder.names(plugin="rlcore.ops.post_steps")
-    assert names == ["rl_post_steps"] * trainer.batches
+    names = recorder.names(plugin="hooks.early_stopping")  # its ops, named after the hook that registered them
+    assert names.count("rl_post_steps") == trainer.batches
     ends = [i for i, name in enumerate(recorder.names()) if name == "rl_post_steps"]
     assert all(recorder.calls[i - 1].name == "rl_post_optim_log" for i in ends)
     assert logger.values[METRIC][-1] == (trainer.collected_frames, pytest.approx(hook.window_return))

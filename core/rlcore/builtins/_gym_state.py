@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import signal
+import sys
 import types
 from collections.abc import Callable
 from functools import partial
@@ -19,7 +20,7 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
-from .._options import ImportPath
+from rlcore import ImportPath
 
 #: Modules whose envs and wrappers keep their whole state in plain attributes (a wrapper with any other state is refused).
 SAVEABLE_MODULES = ("gymnasium.envs.classic_control.", "gymnasium.wrappers.")
@@ -71,7 +72,7 @@ def _plain_attrs(layer: Any, strict: bool) -> dict[str, Any] | None:
 
     :param strict: return ``None`` at an attribute of any other type (else leave it out).
     """
-    import torch
+    import torch  # (lazy: rlctl plugins list imports no torch; so below)
 
     attrs: dict[str, Any] = {}
     for key, value in vars(layer).items():
@@ -94,8 +95,6 @@ def _plain_attrs(layer: Any, strict: bool) -> dict[str, Any] | None:
 
 def _is_mujoco(layer: Any) -> bool:
     """Whether ``layer`` is a Gymnasium MuJoCo env (``gymnasium.envs.mujoco.MujocoEnv``), without importing mujoco."""
-    import sys
-
     module = sys.modules.get("gymnasium.envs.mujoco.mujoco_env")
     base = getattr(module, "MujocoEnv", None) if module is not None else None
     return base is not None and isinstance(layer, base)
@@ -107,7 +106,7 @@ _MUJOCO_SCRATCH = ("map_", "iefc_", "iM_", "iLD", "iacc", "ifrc")
 
 def _mujoco_state(layer: Any) -> dict[str, Any]:
     """A MuJoCo env's simulator state (see :func:`sub_env_state`)."""
-    import mujoco
+    import mujoco  # (lazy: an env without MuJoCo needs no mujoco)
     import torch
 
     model, data = layer.model, layer.data
@@ -128,7 +127,7 @@ def _mujoco_state(layer: Any) -> dict[str, Any]:
 
 
 def _load_mujoco_state(layer: Any, state: dict[str, Any]) -> None:
-    import mujoco
+    import mujoco  # (lazy: an env without MuJoCo needs no mujoco)
 
     model, data = layer.model, layer.data
     mujoco.mj_setState(model, data, np.asarray(state["integration"], dtype=np.float64), mujoco.mjtState.mjSTATE_INTEGRATION)

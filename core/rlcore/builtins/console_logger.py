@@ -7,6 +7,8 @@ import sys
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, TextIO
 
+from tqdm import tqdm
+
 from rlcore import Logger, Range, hookimpl
 
 
@@ -43,8 +45,6 @@ class ConsoleLogger(Logger):
         if self._latest and (self._last is None or step - self._last >= self.every):
             self._last = step
             shown = "  ".join(f"{k}={v:.4g}" for k, v in sorted(self._latest.items()))
-            from tqdm import tqdm
-
             tqdm.write(f"{step:>10}  {shown}", file=self.stream)  # above a progress bar, if one is shown
 
 

@@ -12,9 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from rlcore import ConfigError, Logger, RunPath, hookimpl
-from rlcore._options import InsideRunDir
-from rlcore._rundir import inside
+from rlcore import ConfigError, Logger, RunPath, hookimpl, run_path
 
 HEADER = ("frames", "name", "value", "wall_time")
 #: the file of a run directory the CSV logger writes by default
@@ -34,7 +32,7 @@ class CSVLogger(Logger):
 
     def __init__(self, exp_name: str, log_dir: str | os.PathLike[str], filename: RunPath = METRICS_FILE) -> None:
         super().__init__(exp_name, log_dir)
-        self.path = inside(Path(log_dir), filename, "loggers.csv.filename")
+        self.path = run_path(log_dir, filename, "loggers.csv.filename")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fresh = not self.path.exists() or self.path.stat().st_size == 0
         self._file = open(self.path, "a", newline="", encoding="utf-8")  # noqa: SIM115 - closed in close()
@@ -134,14 +132,15 @@ def read_metrics(run_dir: str | os.PathLike[str]) -> dict[str, tuple[list[int], 
 
 def _metrics_file(run_dir: Path) -> str:
     """The CSV logger's file of a run: ``loggers.csv.filename`` of its ``config.yaml``, else ``metrics.csv``."""
-    from rlcore._config import CONFIG_FILE, read_config_file
+    from rlcore import read_config_file  # (lazy: the config module imports gymnasium, which rlctl plugins list needs not)
 
     try:
-        csv_options = read_config_file(run_dir / CONFIG_FILE).get("loggers", {}).get("csv") or {}
-    except ConfigError:  # no config (a metrics file alone) or an unreadable one: the default name
+        csv_options = read_config_file(run_dir / "config.yaml").get("loggers", {}).get("csv") or {}
+        filename = csv_options.get("filename", METRICS_FILE) if isinstance(csv_options, dict) else METRICS_FILE
+        run_path(run_dir, filename, "loggers.csv.filename")
+    except ConfigError:  # no config (a metrics file alone), an unreadable one, or a name that is no RunPath: the default name
         return METRICS_FILE
-    filename = csv_options.get("filename") if isinstance(csv_options, dict) else None
-    return filename if isinstance(filename, str) and filename in InsideRunDir() else METRICS_FILE
+    return str(filename)
 
 
 @hookimpl

@@ -15,7 +15,7 @@ def sync_vector_env(make_env: Callable[[], Any], num_envs: int, **_: Any) -> Any
     :param make_env: returns one env.
     :param num_envs: how many.
     """
-    from ._gym_state import StatefulSyncVectorEnv
+    from ._gym_state import StatefulSyncVectorEnv  # (lazy: rlctl plugins list imports no torch; so below)
 
     return StatefulSyncVectorEnv([make_env] * num_envs)
 
@@ -27,7 +27,7 @@ def async_vector_env(make_env: Callable[[], Any], num_envs: int, **_: Any) -> An
     :param make_env: returns one env.
     :param num_envs: how many.
     """
-    from ._gym_state import StatefulAsyncVectorEnv
+    from ._gym_state import StatefulAsyncVectorEnv  # (lazy: torch)
 
     return StatefulAsyncVectorEnv([make_env] * num_envs)
 
@@ -43,7 +43,7 @@ def local_collector(env: Any, policy: Any, frames_per_batch: int, *, device: Any
     :param device: where the policy runs and batches go.
     :param make_env: unused (the envs are the run's own).
     """
-    from rlcore import Collector
+    from rlcore import Collector  # (lazy: torch)
 
     return Collector(env, policy, frames_per_batch, device=device)
 

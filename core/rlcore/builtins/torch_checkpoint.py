@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import pickle
 import re
+import zipfile
 from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
@@ -24,7 +26,7 @@ class TorchCheckpointBackend(CheckpointBackend):
     suffix = ".pt"
 
     def write(self, state: Mapping[str, Any], path: Path) -> None:
-        import torch
+        import torch  # (lazy: rlctl plugins list imports neither torch nor numpy; so below)
 
         torch.save(dict(state), path)
         try:
@@ -37,8 +39,6 @@ class TorchCheckpointBackend(CheckpointBackend):
             ) from None
 
     def read(self, path: Path) -> dict[str, Any]:
-        import zipfile
-
         if not path.is_file():
             raise CheckpointError(f"{path} is not a checkpoint file")
         if not zipfile.is_zipfile(path):  # torch.save writes zip archives
@@ -61,7 +61,7 @@ class _Refused(CheckpointError):
 
 def _paths_of(name: str, value: Any, at: str) -> Iterator[str]:
     """Where in ``value`` an object of the type called ``name`` (or a numpy dtype of that class) sits."""
-    import numpy as np
+    import numpy as np  # (lazy: numpy)
 
     kind = type(value.dtype) if isinstance(value, (np.ndarray, np.generic)) else type(value)
     if name in (f"{kind.__module__}.{kind.__qualname__}", kind.__qualname__ if kind.__module__ == "builtins" else None):
@@ -81,13 +81,10 @@ def _safe_load(path: Path, mmap: bool) -> dict[str, Any]:
     :raises _Refused: naming the class or function the safe loader refused.
     :raises CheckpointError: "is truncated or corrupted: ...".
     """
-    import pickle
-    import zipfile
-
-    import torch
+    import torch  # (lazy: torch)
 
     try:
-        with torch.serialization.safe_globals(_numpy_globals()):
+        with torch.serialization.safe_globals(numpy_globals()):
             return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as err:
         found = re.search(r"GLOBAL (\S+) was not|but got <class '([^']+)'>", str(err))
@@ -97,9 +94,9 @@ def _safe_load(path: Path, mmap: bool) -> dict[str, Any]:
 
 
 @cache
-def _numpy_globals() -> list[Any]:
+def numpy_globals() -> list[Any]:
     """What the safe loader needs to rebuild numpy arrays and scalars of numeric dtypes (never ``object``)."""
-    import numpy as np
+    import numpy as np  # (lazy: numpy)
 
     numeric = "?" + np.typecodes["AllInteger"] + np.typecodes["AllFloat"]
     reconstruct, scalar = np.ndarray((0,)).__reduce__()[0], np.float64(0).__reduce__()[0]

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import random
 
-from rlcore.testing import assert_state_equal, kill_and_resume, last_checkpoint
+import pytest
+
+from rlcore_testing import assert_state_equal, kill_and_resume, last_checkpoint
+
+pytestmark = pytest.mark.slow  # subprocesses, several processes, kills and resumes: the slow tier
 
 FRAMES = 2048
 ARGS = [

@@ -23,7 +23,7 @@ from gymnasium.vector import VectorWrapper
 
 from rlcore import ConfigError, error_line, import_object
 
-from ._rewards import _with_raw
+from ._rewards import with_raw
 
 
 class KeepRawReward(gymnasium.Wrapper):
@@ -37,7 +37,7 @@ class KeepRawReward(gymnasium.Wrapper):
 
     def step(self, action: Any) -> tuple[Any, ...]:
         obs, reward, terminated, truncated, info = self.env.step(action)
-        return obs, reward, terminated, truncated, _with_raw(info, reward)
+        return obs, reward, terminated, truncated, with_raw(info, reward)
 
 
 class KeepRawRewardVector(VectorWrapper):
@@ -48,7 +48,7 @@ class KeepRawRewardVector(VectorWrapper):
 
     def step(self, actions: Any) -> tuple[Any, ...]:
         obs, reward, terminated, truncated, info = self.env.step(actions)
-        return obs, reward, terminated, truncated, _with_raw(info, np.array(reward, copy=True))  # (a copy: wrappers may change rewards in place)
+        return obs, reward, terminated, truncated, with_raw(info, np.array(reward, copy=True))  # (a copy: wrappers may change rewards in place)
 
 
 def _inside_keeping_raw(cls: type, options: dict[str, Any], env: Any) -> Any:

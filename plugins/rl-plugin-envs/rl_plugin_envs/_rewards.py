@@ -13,7 +13,7 @@ from gymnasium.vector import VectorWrapper
 from gymnasium.wrappers.vector import ClipReward as GymnasiumClipReward
 
 
-def _with_raw(info: dict[str, Any], reward: np.ndarray) -> dict[str, Any]:
+def with_raw(info: dict[str, Any], reward: np.ndarray) -> dict[str, Any]:
     return {**info, "raw_reward": info.get("raw_reward", reward)}
 
 
@@ -31,7 +31,7 @@ class ScaleReward(VectorWrapper):
 
     def step(self, actions: Any) -> tuple[Any, ...]:
         obs, reward, terminated, truncated, info = self.env.step(actions)
-        return obs, reward * self.scale + self.loc, terminated, truncated, _with_raw(info, reward)
+        return obs, reward * self.scale + self.loc, terminated, truncated, with_raw(info, reward)
 
 
 class ClipReward(GymnasiumClipReward):
@@ -45,7 +45,7 @@ class ClipReward(GymnasiumClipReward):
     def step(self, actions: Any) -> tuple[Any, ...]:
         obs, reward, terminated, truncated, info = self.env.step(actions)
         clipped = self.rewards(np.array(reward, dtype=np.float64))  # (a copy: Gymnasium's clips in place)
-        return obs, clipped, terminated, truncated, _with_raw(info, reward)
+        return obs, clipped, terminated, truncated, with_raw(info, reward)
 
 
 __all__ = ["ClipReward", "ScaleReward"]

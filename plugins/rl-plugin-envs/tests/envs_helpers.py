@@ -9,8 +9,7 @@ import torch
 from tensordict.nn import TensorDictModuleBase
 
 import rlcore
-from rlcore import env_states, load_env_states
-from rlcore._envs import base_env
+from rlcore import base_env, env_states, load_env_states
 
 
 class RandomPolicy(TensorDictModuleBase):

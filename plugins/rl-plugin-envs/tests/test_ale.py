@@ -61,6 +61,7 @@ def test_bad_input_is_one_line(env_id: str, kwargs: dict, message: str) -> None:
         rlcore.make_vector_env(env_id, 2, vectorization="ale", kwargs=kwargs)
 
 
+@pytest.mark.slow
 def test_it_draws_the_frames_the_policy_observed_and_eval_records_them(tmp_path: Path) -> None:
     env = make("ALE/Pong-v5", 2, vectorization="ale", kwargs={"render_mode": "rgb_array"})
     assert env.render_mode == "rgb_array" and env.render() is None  # nothing observed yet

@@ -17,6 +17,7 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("env_id", "module", "shape"),
     [
@@ -39,10 +40,10 @@ def test_an_id_registered_on_import_works_without_the_import(env_id: str, module
 
 def _rlctl(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     """``rlctl ARGV`` in this process: its exit code and what it wrote on stderr."""
-    from rlcore._cli import main  # rlctl's entry point
+    from rlcore import rlctl
 
     with pytest.raises(SystemExit) as exited:
-        main(list(argv))
+        rlctl(list(argv))
     return int(exited.value.code), capsys.readouterr().err
 
 
@@ -72,6 +73,7 @@ def test_mujoco_and_box2d_ids() -> None:
         env.close()
 
 
+@pytest.mark.slow
 def test_envs_render_off_screen_without_a_display() -> None:
     pytest.importorskip("mujoco")
     code = (
@@ -88,6 +90,7 @@ def test_envs_render_off_screen_without_a_display() -> None:
     assert "XDG_RUNTIME_DIR" not in done.stderr
 
 
+@pytest.mark.slow
 def test_module_colon_id_finds_a_module_of_the_working_directory_under_the_rlctl_script(tmp_path) -> None:
     pytest.importorskip("rl_plugin_pg")
     (tmp_path / "myenvs.py").write_text(

@@ -84,7 +84,7 @@ def test_env_kwargs_are_envpools_options(tmp_path: Any) -> None:
     config = rlcore.load_config(overrides=["algo.name=ppo", "env.id=CartPole-v1", "env.vectorization=envpool", "env.num_envs=4", "env.kwargs.num_threads=1"])
     trainer = rlcore.build_trainer(config, run_dir=tmp_path / "run")
     try:
-        assert rlcore._envs.base_env(trainer.collector.env).pool.config["num_threads"] == 1
+        assert rlcore.base_env(trainer.collector.env).pool.config["num_threads"] == 1
     finally:
         trainer.shutdown()
     with pytest.raises(rlcore.ConfigError, match=r"^env\.kwargs\.bogus: envpool's CartPole-v1 takes no such option \(valid choices: num_threads"):

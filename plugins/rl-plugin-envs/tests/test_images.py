@@ -22,6 +22,7 @@ def ale():
     return pytest.importorskip("ale_py", reason="Atari envs need ale-py")
 
 
+@pytest.mark.slow
 def test_atari_preprocessing_is_gymnasiums_on_each_env(ale) -> None:
     env = make("ALE/Pong-v5", 2, {"atari": {"noop_max": 0}, "frame_stack": {"stack_size": 4}}, kwargs={"repeat_action_probability": 0.0})
     assert env.single_observation_space.shape == (4, 84, 84) and env.single_observation_space.dtype == np.uint8
@@ -124,6 +125,7 @@ def test_pixels_keeping_fewer_steps_than_a_batch_has_are_refused_before_the_firs
     assert trainer.collected_frames == 0
 
 
+@pytest.mark.slow
 def test_pong_trains_from_the_command_line_and_eval_records_pong(ale, tmp_path: Path) -> None:
     """`rlctl train --algo ppo --env ALE/Pong-v5 --set env.wrappers=...`: Atari preprocessing, frame stack, the CNN; then `rlctl eval --video`."""
     pytest.importorskip("rl_plugin_pg")

@@ -208,6 +208,7 @@ def test_import_path_wraps_each_env_or_the_vector_env() -> None:
     assert rlcore.validate_options("env.wrappers.x", clip, {}, ("env",)) == {}
 
 
+@pytest.mark.slow
 def test_a_wrapper_by_import_path_takes_a_callable_by_its_import_path_and_an_array_as_a_list(tmp_path) -> None:
     pytest.importorskip("rl_plugin_pg")
     wrappers = '{gymnasium.wrappers.TransformReward: {func: "operator:neg"}, gymnasium.wrappers.RescaleAction: {min_action: -1, max_action: [0.5]}}'
@@ -289,7 +290,7 @@ def test_a_null_wrapper_takes_it_out_of_the_algorithms_pipeline_and_a_given_pipe
 
 @pytest.mark.parametrize("vectorization", ["sync", "async"])
 def test_a_stateless_gymnasium_wrapper_by_import_path_keeps_resume_exact(vectorization: str) -> None:
-    from rlcore._envs import base_env
+    from rlcore import base_env
 
     env = rlcore.make_vector_env("Pendulum-v1", 2, vectorization=vectorization, wrappers={"gymnasium.wrappers.ClipAction": {}})
     env.reset(seed=0)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tensordict import TensorDictBase
 
-from rlcore import REWARD_KEY, TrainerHookBase, as_key
+from rlcore import REWARD_KEY, OffPolicyLoss, OnPolicyLoss, TrainerHookBase, as_key
 
 from ._options import RewardNormalizerOptions
 
@@ -124,7 +124,7 @@ class RewardNormalizer(RewardNormalizerOptions, TrainerHookBase):
         :param name: the name of its state in checkpoints.
         """
         loss = trainer.loss_module
-        if getattr(loss, "on_policy", False) or (getattr(loss, "n_step", None) or 1) > 1:
+        if isinstance(loss, OnPolicyLoss) or (isinstance(loss, OffPolicyLoss) and loss.n_step > 1):
             trainer.register_op("batch_process", self.update_and_normalize)
         else:
             trainer.register_op("batch_process", self.update_reward_stats)

@@ -78,8 +78,7 @@ class LogValidationReward(LogValidationRewardOptions, TrainerHookBase):
         """
         out = None
         trainer = self._trainer()
-        distributed = getattr(trainer, "distributed", None)
-        if self._count % self.record_interval == 0 and (distributed is None or distributed.is_main):  # rank 0 alone writes and logs
+        if self._count % self.record_interval == 0 and (trainer is None or trainer.world.is_main):  # the main process alone writes and logs
             if trainer is None and (self.policy_exploration is None or self.environment is None):
                 raise ConfigError(f"{self.config_key}: as an op, it needs policy_exploration and environment (or register it with register(trainer))")
             out = {**self.evaluation.run(trainer).metrics(self.evaluation.prefix), "log_pbar": self.log_pbar}

@@ -11,7 +11,7 @@ from tensordict.nn import ProbabilisticTensorDictModule, ProbabilisticTensorDict
 from torch import nn
 
 import rlcore
-from rlcore.testing import MemoryLogger, assert_state_equal
+from rlcore_testing import MemoryLogger, assert_state_equal
 
 ENV_ID = "CartPole-v1"
 

@@ -12,7 +12,7 @@ from hooklib_helpers import ActorCriticLoss, actor_critic_trainer
 
 import rlcore
 from rl_plugin_hooks import OptimizerHook
-from rlcore.testing import assert_state_equal
+from rlcore_testing import assert_state_equal
 
 
 class ExpectedUpdates:

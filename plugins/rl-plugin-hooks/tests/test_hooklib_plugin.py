@@ -10,7 +10,7 @@ from hooklib_helpers import TinyAlgorithm
 
 import rl_plugin_hooks
 import rlcore
-from rlcore.testing import PluginConformance
+from rlcore_testing import PluginConformance
 
 NAMES = [
     "batch_subsampler",

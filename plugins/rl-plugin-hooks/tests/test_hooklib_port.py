@@ -14,7 +14,7 @@ import torch
 from hooklib_helpers import ActorCriticLoss
 
 import rlcore
-from rlcore.testing import MemoryLogger
+from rlcore_testing import MemoryLogger
 
 TORCHRL_SCRIPT = """\
 from torchrl.envs.utils import ExplorationType

@@ -11,7 +11,7 @@ from tensordict.nn import interaction_type
 
 import rlcore
 from rl_plugin_hooks import ExplorationType, LogValidationReward
-from rlcore.testing import HookRecorder, MemoryLogger
+from rlcore_testing import HookRecorder, MemoryLogger
 
 MakeTrainer = Callable[..., rlcore.Trainer]
 
@@ -35,7 +35,7 @@ def test_evaluates_on_the_first_and_every_record_interval_th_batch(rl_make_train
     trainer = rl_make_trainer(hooks={"recorder": hook}, loggers=[logger])
     rl_hook_recorder.register(trainer)
     trainer.train()
-    assert all("rlcore.ops.post_steps_log" in call.plugins for call in rl_hook_recorder.of("post_steps_log"))
+    assert all("hooks.recorder" in call.plugins for call in rl_hook_recorder.of("post_steps_log"))
     assert logger.steps("r_evaluation") == [32, 96]  # calls 0 and 2 of 4, as TorchRL counts
     assert [value for _, value in logger.values["r_evaluation"]] == [0.5, 0.5]  # CartPole pays 1 a step, over frame_skip 2
     returns = [value for _, value in logger.values["total_r_evaluation"]]

@@ -1,6 +1,6 @@
 """The mlflow logger against real MLflow stores (SQLite, and a real ``mlflow server``), read back with MlflowClient.
 
-The Logger contract comes from rl-core's kit (``rlcore.testing.LoggerConformance``); the tests
+The Logger contract comes from rl-core's kit (``rlcore_testing.LoggerConformance``); the tests
 below it check what only MLflow has: the store and artifacts, buffering, experiments, a server.
 """
 
@@ -26,7 +26,7 @@ from mlflow.entities import ViewType
 
 import rlcore
 from rl_plugin_mlflow._logger import MLflowLogger, metric_key
-from rlcore.testing import LoggerConformance, PluginConformance, Scalars
+from rlcore_testing import LoggerConformance, PluginConformance, Scalars
 
 HPARAMS = {"algo.lr": 3e-4, "algo.name": "ppo", "trainer.total_frames": 4096, "env.wrappers": ["normalize"]}
 
@@ -55,6 +55,7 @@ def history(client: MlflowClient, run_id: str, key: str) -> list[tuple[int, floa
     return [(m.step, m.value) for m in client.get_metric_history(run_id, key)]
 
 
+@pytest.mark.slow
 class TestMLflowLogger(LoggerConformance):
     resume_mode = "append"  # the interrupted MLflow run goes on; MLflow cannot delete logged points
 
@@ -94,6 +95,7 @@ def log_a_run(logger: MLflowLogger) -> None:
     logger.log_video("eval/video", np.full((5, 21, 33, 3), 200, dtype=np.uint8), step=256, fps=10)
 
 
+@pytest.mark.slow
 def test_local_sqlite_store_in_the_run_directory(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -226,6 +228,7 @@ def mlflow_server(tmp_path: Path, template_db: Path) -> Iterator[str]:
         log.close()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="process groups")
 def test_logs_to_a_tracking_server(tmp_path: Path, mlflow_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
@@ -279,6 +282,7 @@ def rlctl_train(run: Path, *args: str, uri: str) -> subprocess.Popen[str]:
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 def test_a_tracking_server_that_does_not_answer_costs_the_run_its_deadline_only(tmp_path: Path) -> None:
     start = time.monotonic()
     run = rlctl_train(tmp_path / "run", "--frames", "1024", "--set", "trainer.logger_timeout=2", uri="http://127.0.0.1:9")
@@ -290,6 +294,7 @@ def test_a_tracking_server_that_does_not_answer_costs_the_run_its_deadline_only(
     assert "Traceback" not in err and (tmp_path / "run" / "metrics.csv").read_text().count("\n") > 5
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="process groups")
 def test_a_tracking_server_that_dies_mid_run_is_dropped_at_its_deadline(tmp_path: Path, mlflow_server: str) -> None:
     run_dir = tmp_path / "run"

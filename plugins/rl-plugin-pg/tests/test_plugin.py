@@ -15,7 +15,7 @@ ALGORITHMS = ["a2c", "pg", "ppo", "ppo-kl", "spg"]
 
 
 def test_discovered_through_its_entry_point():
-    infos = {info.name: info for info in rlcore.get_plugin_manager().describe()}
+    infos = {info.name: info for info in rlcore.describe_plugins(rlcore.get_plugin_manager())}
     info = infos["pg"]
     assert info.status == "ok"
     assert info.distribution == "rl-plugin-pg"

@@ -33,6 +33,7 @@ def _train(tmp_path, algo: str, frames: int, *overrides: str):
     return trainer, returns.returns
 
 
+@pytest.mark.slow
 def test_ppo_return_rises_on_cartpole(tmp_path):
     _, returns = _train(tmp_path, "ppo", 12_288)
     first, last = np.mean(returns[:20]), np.mean(returns[-10:])
@@ -61,6 +62,7 @@ def test_each_algorithm_runs_on_a_continuous_env(tmp_path, algo):
     assert trainer.loss_module.entropy_coef < 0.01
 
 
+@pytest.mark.slow
 def test_rlctl_eval_acts_deterministically(tmp_path):
     import json
     import subprocess

@@ -48,6 +48,7 @@ def write_run(run_dir: Path, scale: float) -> None:
     logger.close()
 
 
+@pytest.mark.slow
 def test_plot_draws_one_panel_per_metric_and_one_line_per_run(tmp_path: Path) -> None:
     write_run(tmp_path / "a", 1.0)
     write_run(tmp_path / "b", 2.0)
@@ -63,6 +64,7 @@ def test_plot_draws_one_panel_per_metric_and_one_line_per_run(tmp_path: Path) ->
         assert (np.abs(pixels - colour).max(axis=1) < 8).sum() > 100, colour
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     write_run(tmp_path / "a", 1.0)
     cases = [

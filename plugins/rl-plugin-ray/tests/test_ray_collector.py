@@ -24,12 +24,12 @@ import pytest
 import torch
 
 import rlcore
-from rlcore.testing import PluginConformance
+from rlcore_testing import PluginConformance
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("rl_plugin_pg")
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]  # Ray clusters: the slow tier
 
 EPOCHS = 2
 

@@ -50,6 +50,8 @@ from rlcore import ConfigError, Range, check_device, hookimpl, lazy_getattr, val
 from ._keys import INDEX_KEY, PRIORITY_KEY, STEPS_KEY, TRANSITION_KEYS, WEIGHT_KEY
 
 if TYPE_CHECKING:
+    from rlcore import TargetNetworks
+
     from ._buffer import ReplayBuffer, make_replay_buffer
     from ._exploration import EGreedy, GaussianNoise, LinearSchedule, OrnsteinUhlenbeck, RandomWarmup
     from ._hook import OffPolicyLoss, ReplayBufferTrainer
@@ -57,7 +59,7 @@ if TYPE_CHECKING:
     from ._perf import flush_denormal
     from ._samplers import PrioritizedSampler, UniformSampler
     from ._storage import TensorStorage
-    from ._targets import HardUpdate, SoftUpdate, TargetNetworks, make_target
+    from ._targets import HardUpdate, SoftUpdate, make_target
     from ._tree import SumTree
 
 __version__ = "0.1.0"
@@ -76,7 +78,7 @@ _LAZY = {
     "OffPolicyLoss": "._hook",
     "HardUpdate": "._targets",
     "SoftUpdate": "._targets",
-    "TargetNetworks": "._targets",
+    "TargetNetworks": "rlcore",
     "make_target": "._targets",
     "EGreedy": "._exploration",
     "GaussianNoise": "._exploration",

@@ -56,7 +56,7 @@ class LinearSchedule:
         return self.start + (self.end - self.start) * (frame / self.frames)
 
 
-class _Exploration(TensorDictModuleBase):
+class Exploration(TensorDictModuleBase):
     """Random warm-up and frame counting around ``policy``; subclasses add their exploration in :meth:`explore`.
 
     :param policy: a ``tensordict.nn`` module writing ``action``.
@@ -145,7 +145,7 @@ class _Exploration(TensorDictModuleBase):
         self.follow(state["frames"], state.get("frames_per_step", 1))
 
 
-class RandomWarmup(_Exploration):
+class RandomWarmup(Exploration):
     """Uniformly random actions for ``init_random_frames`` frames, then the (stochastic) policy's own.
 
     :param policy: a policy that samples under ``InteractionType.RANDOM``.
@@ -154,7 +154,7 @@ class RandomWarmup(_Exploration):
     """
 
 
-class EGreedy(_Exploration):
+class EGreedy(Exploration):
     """Epsilon-greedy over a discrete action space, epsilon annealed linearly over frames.
 
     :param policy: the greedy policy.
@@ -202,7 +202,7 @@ class EGreedy(_Exploration):
         return {"train/epsilon": self.epsilon}
 
 
-class GaussianNoise(_Exploration):
+class GaussianNoise(Exploration):
     """Additive Gaussian noise on a bounded continuous action, its scale annealed over frames.
 
     :param policy: a deterministic policy writing ``action`` within the bounds.
@@ -245,7 +245,7 @@ class GaussianNoise(_Exploration):
         return {"train/sigma": self.sigma}
 
 
-class OrnsteinUhlenbeck(_Exploration):
+class OrnsteinUhlenbeck(Exploration):
     """Temporally correlated noise (an Ornstein-Uhlenbeck process per env) on a bounded continuous action.
 
     Each env's process starts again from ``mu`` where its episode begins: the module reads

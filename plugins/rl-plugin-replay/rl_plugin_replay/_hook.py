@@ -34,10 +34,11 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase, pad
 
+import rlcore
 from rlcore import ConfigError, Gauge, TrainerHookBase, hookimpl, require_keys
 
 from ._buffer import ReplayBuffer
-from ._exploration import LinearSchedule, _Exploration
+from ._exploration import Exploration, LinearSchedule
 from ._keys import NEXT_KEYS, PRIORITY_KEY, TRANSITION_KEYS
 from ._nstep import NStepReturns
 from ._perf import flush_denormal
@@ -112,7 +113,7 @@ class ReplayBufferTrainer(TrainerHookBase):
         self._beta_start: float | None = None
         self._steps_in_batch = 0
         self._refill = 0  # items the buffer must hold again before learning (after resuming without it)
-        self._explorers: list[_Exploration] = []
+        self._explorers: list[Exploration] = []
         self._ranks = 1  # data-parallel learners, each with its share of the buffer
 
     # ------------------------------------------------------------------ TorchRL's ops
@@ -183,7 +184,7 @@ class ReplayBufferTrainer(TrainerHookBase):
     def register(self, trainer: Any, name: str = "replay_buffer") -> None:
         """Attach to ``trainer`` at TorchRL's hook points, and checkpoint the buffer under ``name``."""
         loss = trainer.loss_module
-        if getattr(loss, "on_policy", False):
+        if isinstance(loss, rlcore.OnPolicyLoss):
             raise ConfigError(
                 f"hooks.{name}: the algorithm learns on-policy, from each batch as it is collected; a replay buffer "
                 f"feeds off-policy algorithms (dqn, sac, td3, ddpg): remove hooks.{name}"
@@ -194,22 +195,23 @@ class ReplayBufferTrainer(TrainerHookBase):
                 "(false stores [envs, time] trajectories, as TorchRL's ReplayBufferTrainer does by default)"
             )
         self._trainer = trainer
-        if trainer.distributed is not None and trainer.distributed.world_size > 1:
-            self._share(name, trainer.distributed.world_size)
+        if trainer.world.world_size > 1:
+            self._share(name, trainer.world.world_size)
         self._beta_start = getattr(self.replay_buffer.sampler, "beta", None)  # before a checkpoint restores an annealed one
         if self.device is None:
             self.device = trainer.device
             if not self.replay_buffer.storage.allocated and not self.replay_buffer.storage.memmap:
                 self.replay_buffer.to(self.device)  # an empty buffer follows the trainer's device
+        declared = {"n_step": loss.n_step, "gamma": loss.gamma} if isinstance(loss, rlcore.OffPolicyLoss) else {}
         for key in ("n_step", "gamma"):  # the algorithm's, unless given; a value of its own that differs is a mistake
-            own, algorithm = getattr(self, key), getattr(loss, key, None)
+            own, algorithm = getattr(self, key), declared.get(key)
             if own is None:
                 setattr(self, key, algorithm)
             elif algorithm is not None and own != algorithm:
                 raise ConfigError(f"hooks.{name}.{key}: {own} differs from the algorithm's {key} ({algorithm}): leave it null to take that")
         self.n_step = int(self.n_step or 1)
         if self.init_random_frames is None:
-            self.init_random_frames = int(getattr(loss, "init_random_frames", None) or 0)
+            self.init_random_frames = int(loss.init_random_frames or 0) if isinstance(loss, rlcore.OffPolicyLoss) else 0
         if self.n_step > 1:
             if not self.flatten_tensordicts and (self.max_dims is None or self.max_dims[-1] == -1):
                 raise ConfigError(
@@ -224,7 +226,7 @@ class ReplayBufferTrainer(TrainerHookBase):
                 f"hooks.{name}: init_random_frames={self.init_random_frames} is not below total_frames={trainer.total_frames}: no step will learn",
                 stacklevel=2,
             )
-        self._explorers = [module for module in loss.modules() if isinstance(module, _Exploration)]
+        self._explorers = [module for module in loss.modules() if isinstance(module, Exploration)]
         if isinstance(loss, OffPolicyLoss):
             loss.replay_hook = self
         trainer.register_op("batch_process", self.pace_exploration)  # (the buffer is extended in rl_batch_process, last)
@@ -294,7 +296,8 @@ class ReplayBufferTrainer(TrainerHookBase):
 
 
 class OffPolicyLoss:
-    """The mixin of an off-policy loss module (before ``nn.Module``): ``class MyLoss(OffPolicyLoss, nn.Module)``.
+    """The mixin of an off-policy loss module (before ``nn.Module``): ``class MyLoss(OffPolicyLoss, nn.Module)``, for a
+    loss that is an :class:`rlcore.OffPolicyLoss` (``gamma``, ``n_step``, ``init_random_frames``).
 
     Its hook implementations: the run refuses to start unless a :class:`ReplayBufferTrainer` feeds
     the loss its samples, single transitions (the config's ``hooks.replay_buffer``, with
@@ -316,8 +319,7 @@ class OffPolicyLoss:
                 "hooks.replay_buffer: this algorithm learns from the samples of a replay buffer, and the config has none "
                 "(e.g. --set 'hooks.replay_buffer={capacity: 100000}')"
             )
-        targets = getattr(self, "target_networks", None)
-        if self.target_hook is None and targets is not None and targets():
+        if self.target_hook is None and isinstance(self, rlcore.TargetNetworks) and self.target_networks():
             raise ConfigError(
                 "hooks.target_updater: this algorithm has target networks, and the config has no updater for them: they would "
                 "never move (e.g. --set 'hooks.target_updater={kind: soft, tau: 0.005}')"

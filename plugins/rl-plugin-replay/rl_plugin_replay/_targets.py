@@ -5,7 +5,7 @@ A loss module with target networks says which they are through one method::
     def target_networks(self) -> list[tuple[nn.Module, nn.Module]]:
         return [(self.qnet, self.target_qnet)]          # (online, target) pairs
 
-(:class:`TargetNetworks`); :func:`make_target` makes the frozen copy. After every ``interval``-th
+(:class:`rlcore.TargetNetworks`); :func:`make_target` makes the frozen copy. After every ``interval``-th
 optimizer step an updater sets, for every parameter and floating-point buffer of the targets::
 
     hard:  target = online
@@ -17,23 +17,14 @@ with torch's multi-tensor kernels (one call for all tensors, not a loop over the
 from __future__ import annotations
 
 import copy
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import torch
 from torch import nn
 
-from rlcore import ConfigError, TrainerHookBase
+from rlcore import ConfigError, TargetNetworks, TrainerHookBase
 
 from ._hook import OffPolicyLoss
-
-
-@runtime_checkable
-class TargetNetworks(Protocol):
-    """What a loss module with target networks offers to the updaters."""
-
-    def target_networks(self) -> list[tuple[nn.Module, nn.Module]]:
-        """``(online, target)`` pairs of modules with the same structure."""
-        ...
 
 
 def make_target(module: nn.Module) -> nn.Module:

@@ -21,7 +21,7 @@ from rl_plugin_replay import (
     make_replay_buffer,
     make_target,
 )
-from rlcore.testing import MemoryLogger
+from rlcore_testing import MemoryLogger
 
 FRAMES_PER_BATCH, STEPS, BATCH, INIT = 32, 4, 16, 64
 
@@ -40,7 +40,10 @@ class Greedy(TensorDictModuleBase):
 
 
 class TinyQ(nn.Module):
-    """A linear Q-function's TD loss, writing priorities."""
+    """A linear Q-function's TD loss, writing priorities: an rlcore.OffPolicyLoss, with no discount nor n-step of its own."""
+
+    gamma: float | None = None
+    n_step: int | None = None
 
     def __init__(self, env) -> None:
         super().__init__()

@@ -17,7 +17,7 @@ HERE = os.path.dirname(__file__)
 
 
 def test_discovered_through_its_entry_point():
-    info = {i.name: i for i in rlcore.get_plugin_manager().describe()}["replay"]
+    info = {i.name: i for i in rlcore.describe_plugins(rlcore.get_plugin_manager())}["replay"]
     assert info.status == "ok" and info.distribution == "rl-plugin-replay"
     assert info.provides == {"hooks": ["replay_buffer", "target_updater"]}
 
@@ -53,14 +53,14 @@ THIRD_PARTY = textwrap.dedent(
     import inspect, json, tempfile
     import rlcore, rl_plugin_toyq, torch
 
-    info = {i.name: i for i in rlcore.get_plugin_manager().describe()}["toyq"]
+    info = {i.name: i for i in rlcore.describe_plugins(rlcore.get_plugin_manager())}["toyq"]
     config = rlcore.load_config(overrides=["algo.name=toyq", "trainer.total_frames=640", "trainer.seed=1",
                                            "trainer.progress_bar=false", "loggers.console=null"])
     trainer = rlcore.build_trainer(config, run_dir=tempfile.mkdtemp())
     loss = trainer.loss_module
     start = [t.clone() for t in loss.target_q.state_dict().values()]
     trainer.train()
-    hook = trainer._modules["replay_buffer"]
+    hook = trainer.modules["replay_buffer"]
     leaves = hook.replay_buffer.sampler.tree.leaves[: len(hook.replay_buffer)]
     print(json.dumps({
         "status": info.status, "provides": info.provides,
@@ -74,6 +74,7 @@ THIRD_PARTY = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_third_party_loss_uses_the_buffer_through_the_public_api(toyq_site):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(toyq_site), os.environ.get("PYTHONPATH", "")])}
     env.pop("RLCORE_PLUGINS", None)

@@ -127,6 +127,7 @@ def test_a_storage_larger_than_the_machine_is_refused_before_allocating(tmp_path
     assert list(tmp_path.iterdir()) == []  # no file made
 
 
+@pytest.mark.slow
 def test_a_run_with_too_large_a_buffer_stops_with_one_line(tmp_path):
     import subprocess
     import sys

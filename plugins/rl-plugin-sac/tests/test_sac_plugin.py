@@ -13,7 +13,7 @@ import rlcore
 
 
 def test_discovered_through_its_entry_point():
-    info = {i.name: i for i in rlcore.get_plugin_manager().describe()}["sac"]
+    info = {i.name: i for i in rlcore.describe_plugins(rlcore.get_plugin_manager())}["sac"]
     assert info.status == "ok" and info.distribution == "rl-plugin-sac"
     assert info.provides == {"algorithms": ["sac"]}
 

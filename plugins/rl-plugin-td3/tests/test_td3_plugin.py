@@ -13,7 +13,7 @@ import rlcore
 
 
 def test_discovered_through_its_entry_point():
-    info = {i.name: i for i in rlcore.get_plugin_manager().describe()}["td3"]
+    info = {i.name: i for i in rlcore.describe_plugins(rlcore.get_plugin_manager())}["td3"]
     assert info.status == "ok" and info.distribution == "rl-plugin-td3"
     assert info.provides == {"algorithms": ["ddpg", "td3"]}
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import rlcore
-from rlcore.testing import assert_state_equal, kill_and_resume, last_checkpoint
+from rlcore_testing import assert_state_equal, kill_and_resume, last_checkpoint
 
 
 def run_config(*overrides: str) -> dict:
@@ -114,6 +114,7 @@ METRICS = (
 )
 
 
+@pytest.mark.slow
 def test_cli_run_logs_the_metrics_and_a_killed_run_resumes_bit_identically(tmp_path):
     # killed after the learning started (100 frames), OU noise and the delay under way
     env = {"RLCORE_PLUGINS": "rl-plugin-td3,rl-plugin-replay,rl-plugin-nets"}

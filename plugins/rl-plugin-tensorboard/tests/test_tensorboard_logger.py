@@ -1,6 +1,6 @@
 """The tensorboard logger against real event files, read back with TensorBoard's own reader.
 
-The Logger contract comes from rl-core's kit (``rlcore.testing.LoggerConformance``); the tests
+The Logger contract comes from rl-core's kit (``rlcore_testing.LoggerConformance``); the tests
 below it check what only TensorBoard has: typed hparams sessions, histograms and GIF videos.
 """
 
@@ -19,7 +19,7 @@ from tensorboard.plugins.hparams.api_pb2 import Status
 from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
 
 from rl_plugin_tensorboard._logger import TensorBoardLogger
-from rlcore.testing import LoggerConformance, PluginConformance, Scalars
+from rlcore_testing import LoggerConformance, PluginConformance, Scalars
 
 _STATUS = {Status.STATUS_SUCCESS: "finished", Status.STATUS_FAILURE: "failed"}
 

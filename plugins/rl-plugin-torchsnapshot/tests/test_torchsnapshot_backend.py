@@ -1,6 +1,6 @@
 """The torchsnapshot backend against real torchsnapshot.
 
-The CheckpointBackend contract comes from rl-core's kit (``rlcore.testing.CheckpointBackendConformance``:
+The CheckpointBackend contract comes from rl-core's kit (``rlcore_testing.CheckpointBackendConformance``:
 round trip of a realistic state, pruning, atomic writes, damaged checkpoints skipped and refused);
 the tests below it check what only torchsnapshot has: its layouts, its manifest, its failure modes,
 and that nothing in a snapshot is ever unpickled.
@@ -21,7 +21,7 @@ import torch
 from rl_plugin_torchsnapshot import make_backend
 from rl_plugin_torchsnapshot._backend import MANIFEST, Snapshot, StateDict, TorchSnapshotBackend
 from rlcore import CheckpointError
-from rlcore.testing import CheckpointBackendConformance, assert_state_equal
+from rlcore_testing import CheckpointBackendConformance, assert_state_equal
 
 
 class TestTorchSnapshotBackend(CheckpointBackendConformance):

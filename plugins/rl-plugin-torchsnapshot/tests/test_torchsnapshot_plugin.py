@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import rlcore
-from rlcore.testing import PluginConformance
+from rlcore_testing import PluginConformance
 
 
 class TestTorchSnapshotPlugin(PluginConformance):

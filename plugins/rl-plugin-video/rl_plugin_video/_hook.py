@@ -30,8 +30,7 @@ class PluginHook(TrainerHookBase):
         :param name: the hook's name in the config (``evaluation``, ...).
         """
         trainer.register_module(name, self)
-        distributed = getattr(trainer, "distributed", None)
-        if distributed is not None and not distributed.is_main and not self.every_rank:
+        if not trainer.world.is_main and not self.every_rank:
             return
         if not trainer.plugin_manager.is_registered(self):
             trainer.register_plugin(self, f"hooks.{name}")

@@ -101,12 +101,11 @@ class TensorDictRecorderHook(TensorDictRecorderOptions, PluginHook):
         selected = self._select(batch)
         self._saved += 1
         self._last_saved = frames
-        distributed = getattr(trainer, "distributed", None)
-        if distributed is not None:  # every rank reaches this batch: the schedule counts the frames of all
-            shares = distributed.gather(selected.cpu())
+        if trainer.world.world_size > 1:  # every process reaches this batch: the schedule counts the frames of all
+            shares = trainer.world.gather(selected.cpu())
             if shares is None:
                 return
-            selected = TensorDict.cat(shares, dim=0)  # [envs, time]: the ranks' envs side by side
+            selected = TensorDict.cat(shares, dim=0)  # [envs, time]: the processes' envs side by side
         directory = self._directory or self._output(trainer)
         save_rollout(selected, directory / f"batch_{frames:09d}")
 

@@ -29,6 +29,7 @@ def _config(hooks: dict[str, Any], **env: Any) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 def test_config_hooks_run_with_the_run_builder(run_dir: Path) -> None:
     hooks = {
         "evaluation": {"record_interval": 32, "episodes": 1, "video": True, "skip": 3},

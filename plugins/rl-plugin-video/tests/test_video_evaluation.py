@@ -18,7 +18,6 @@ from video_helpers import ENV_ID, TinyAlgorithm, TinyLoss, VideoListLogger, buil
 
 import rlcore
 from rl_plugin_video import VideoRecorder
-from rlcore._cli import make_cli  # the rlctl group, bound to a plugin manager that has the test's algorithm
 
 
 class StopAfterFirstBatch:
@@ -134,13 +133,13 @@ def test_options_are_converted_as_people_write_them() -> None:
     assert isinstance(hook.record_interval, int)
 
 
+@pytest.mark.slow
 def test_rlctl_eval_video_records_the_first_episode(run_dir: Path) -> None:
     pm = rlcore.get_plugin_manager(only=["rl-plugin-video"])
     pm.add_plugin(TinyAlgorithm(), "tiny-algorithm")
     config = {"algo": {"name": "tiny"}, "collector": {"frames_per_batch": 32}, "trainer": {"total_frames": 32, "progress_bar": False}}
     rlcore.build_trainer(config, run_dir, plugin_manager=pm).train()
-    cli = make_cli(pm)
-    pm.hook.rl_register_commands(cli=cli)  # as rlctl does
+    cli = rlcore.build_cli(pm)  # rlctl's group, with the commands of the plugins of pm (the test's algorithm among them)
     runner = CliRunner()
 
     recorded = runner.invoke(cli, ["eval", str(run_dir), "--episodes", "2", "--video", "--fps", "12"], catch_exceptions=False)
@@ -175,7 +174,7 @@ def test_eval_video_option_only_with_the_plugin_and_no_heavy_import() -> None:
 
 
 def test_torchrls_log_keys_exploration_type_and_suffix(run_dir: Path) -> None:
-    from rlcore.testing import MemoryLogger
+    from rlcore_testing import MemoryLogger
 
     memory = MemoryLogger()
     options = {

@@ -15,7 +15,7 @@ HOOKS = ["evaluation", "tensordict_recorder", "video_recorder"]
 
 
 def test_entry_point_is_discovered() -> None:
-    infos = {info.name: info for info in rlcore.get_plugin_manager(only=["rl-plugin-video"]).describe()}
+    infos = {info.name: info for info in rlcore.describe_plugins(rlcore.get_plugin_manager(only=["rl-plugin-video"]))}
     video = infos["video"]
     assert video.status == "ok"
     assert video.distribution == "rl-plugin-video"
@@ -48,7 +48,7 @@ def test_factories_show_their_options_and_build_hooks() -> None:
 def test_listing_plugins_imports_no_heavy_library() -> None:
     code = (
         "import json, sys, rlcore\n"
-        "infos = rlcore.get_plugin_manager().describe()\n"
+        "infos = rlcore.describe_plugins(rlcore.get_plugin_manager())\n"
         "video = next(i for i in infos if i.name == 'video')\n"
         "heavy = sorted(m for m in ('torch', 'tensordict', 'imageio', 'gymnasium', 'numpy') if m in sys.modules)\n"
         "print(json.dumps({'status': video.status, 'hooks': video.provides['hooks'], 'heavy': heavy}))\n"

@@ -14,7 +14,7 @@ from tensordict.nn import ProbabilisticTensorDictModule, ProbabilisticTensorDict
 from torch import nn
 
 import rlcore
-from rlcore._envs import make_vector_env  # not public yet: the run builder's ``trainer.make_env`` wraps it
+from rlcore import make_vector_env
 
 ENV_ID = "CartPole-v1"
 

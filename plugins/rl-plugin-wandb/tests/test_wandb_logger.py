@@ -2,7 +2,7 @@
 
 ``wandb leet inspect --json RUN_DIR`` prints every record of a run's transaction log as one JSON line
 (history rows, config updates, metric definitions, the exit code): the log that ``wandb sync`` uploads.
-The Logger contract comes from rl-core's kit (``rlcore.testing.LoggerConformance``); the tests
+The Logger contract comes from rl-core's kit (``rlcore_testing.LoggerConformance``); the tests
 below it check what only W&B has: run metadata, the ``frames`` axis, histograms and videos.
 """
 
@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from rl_plugin_wandb._logger import WandbLogger
-from rlcore.testing import LoggerConformance, PluginConformance, Scalars
+from rlcore_testing import LoggerConformance, PluginConformance, Scalars
 
 
 @pytest.fixture(autouse=True)
@@ -56,6 +56,7 @@ def rows(recs: list[dict[str, Any]], key: str) -> list[tuple[int, Any]]:
     return [(h["item"]["frames"], h["item"][key]) for h in of_type(recs, "history") if key in h["item"]]
 
 
+@pytest.mark.slow
 class TestWandbLogger(LoggerConformance):
     resume_mode = "new_run"  # an offline W&B run cannot be continued: the resumed logger starts another
 
@@ -86,6 +87,7 @@ class TestWandbPlugin(PluginConformance):
     heavy_modules = ("torch", "wandb")
 
 
+@pytest.mark.slow
 def test_run_metadata_frames_axis_histogram_and_video(tmp_path: Path) -> None:
     log_dir = tmp_path / "run"
     logger = WandbLogger("ppo_run", log_dir, project="rl-tests", tags=["ppo"], group="seeds")
@@ -120,6 +122,7 @@ def test_run_metadata_frames_axis_histogram_and_video(tmp_path: Path) -> None:
     assert [e.get("exit_code", 0) for e in of_type(recs, "exit")] == [0]
 
 
+@pytest.mark.slow
 def test_mode_option_and_two_runs_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WANDB_MODE", "online")  # the option wins; online would need an account
     first = WandbLogger("first", tmp_path / "a", mode="offline")
@@ -140,6 +143,7 @@ def test_a_bad_mode_is_refused_with_the_config() -> None:
         rlcore.load_config(overrides=["algo.name=ppo", "loggers.wandb.mode=bogus"])
 
 
+@pytest.mark.slow
 def test_video_skipped_with_a_warning_without_rl_plugin_video(tmp_path: Path) -> None:
     logger = WandbLogger("run", tmp_path)
     logger.supports_video = False  # as when rl-plugin-video is not installed

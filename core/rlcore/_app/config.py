@@ -1,0 +1,524 @@
+"""The run config: one YAML file, sections named for the parts of a run, validated against the defaults."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+import re
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+
+from .._kernel.errors import ConfigError
+from .._kernel.manager import PluginManager, get_plugin_manager
+from .._kernel.options import REQUIRED, ImportPath, Range, options_of, validate_options
+from ..hookspecs import LIFECYCLE_HOOKS, LOOP_HOOKS, REGISTRIES
+from .envs import check_env, checked_wrappers
+
+SECTIONS = ("env", "collector", "algo", "optim", "trainer", "loggers", "hooks", "checkpoint")
+#: Sections that map plugin names to their options (``null`` options remove a default entry).
+NAMED_SECTIONS = ("loggers", "hooks")
+#: The key of the resolved config that records the plugin distributions (and versions) of the run.
+PLUGINS_KEY = "plugins"
+
+Positive = Annotated[int, Range(ge=1)]
+NonNegative = Annotated[int, Range(ge=0)]
+
+
+@dataclass
+class EnvSection:
+    """``env``: what the run trains on.
+
+    :param id: a Gymnasium id, or an env registered by a plugin (``rl_register_envs``).
+    :param num_envs: copies stepped side by side.
+    :param vectorization: a vector-env backend: ``sync`` (one process), ``async`` (a process per env),
+        or one registered by a plugin.
+    :param kwargs: keyword arguments of the env (``render_mode``, ``max_episode_steps``, ...).
+    :param wrappers: ``{name: options}`` of vector-env wrappers, applied in order.
+    """
+
+    id: str = "CartPole-v1"
+    num_envs: Positive = 4
+    vectorization: str = "sync"
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    wrappers: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+
+
+@dataclass
+class CollectorSection:
+    """``collector``: how batches are collected.
+
+    :param name: the collector: ``local`` (the run's envs stepped in the training process), or one
+        registered by a plugin (``ray``); the section's other keys are that collector's own options.
+    :param frames_per_batch: frames per batch, a multiple of ``env.num_envs``.
+    """
+
+    name: str = "local"
+    frames_per_batch: Positive = 512
+
+
+#: The arguments the kernel gives a collector factory itself (not options of the ``collector`` section).
+COLLECTOR_ARGUMENTS = ("env", "policy", "frames_per_batch", "device", "make_env")
+
+
+@dataclass
+class OptimSection:
+    """``optim``: the optimizer of the loss module's parameters.
+
+    :param name: the optimizer.
+    :param lr: the learning rate.
+    :param eps: Adam's and RMSprop's epsilon.
+    :param weight_decay: L2 penalty (decoupled for AdamW).
+    :param lr_schedule: how the learning rate moves from ``lr`` to ``lr_end`` over ``trainer.total_frames``.
+    :param lr_end: the last learning rate of a schedule.
+    """
+
+    name: Literal["adam", "adamw", "sgd", "rmsprop"] = "adam"
+    lr: Annotated[float, Range(gt=0)] = 3e-4
+    eps: Annotated[float, Range(gt=0)] = 1e-8
+    weight_decay: Annotated[float, Range(ge=0)] = 0.0
+    lr_schedule: Literal["constant", "linear", "cosine"] = "constant"
+    lr_end: Annotated[float, Range(ge=0)] = 0.0
+
+
+@dataclass
+class TrainerSection:
+    """``trainer``: the loop, with the seed Trainer's parameter names.
+
+    :param total_frames: stop once this many frames are collected.
+    :param frame_skip: frames each collected step stands for.
+    :param optim_steps_per_batch: optimisation steps per batch; ``null``: as the loss module defines (its ``optim_steps_per_batch``), else 1.
+    :param clip_grad_norm: clip gradients by norm (true) or by value (false).
+    :param clip_norm: the clipping threshold; ``null``: no clipping.
+    :param seed: seeds python, numpy, torch and the envs; ``null``: drawn at random and recorded.
+    :param log_interval: frames between two logged values of one metric.
+    :param save_trainer_interval: frames between checkpoints.
+    :param progress_bar: show a progress bar on a terminal.
+    :param device: where the loss module runs (``cpu``, ``cuda``, ``cuda:1``, ``mps``).
+    :param num_threads: torch threads on CPU; ``null``: torch's default.
+    :param logger_timeout: seconds a logger may take to set up or to write; one that takes longer is dropped.
+    :param max_batches: also stop after this many batches (the old torchrl ``max_iters``); ``null``: no limit.
+    :param max_episodes: also stop once this many episodes have ended; ``null``: no limit.
+    :param profile: time every hook of every plugin and the loop's parts; print a table at the end (``--profile``).
+    """
+
+    total_frames: Positive = 100_000
+    frame_skip: Positive = 1
+    optim_steps_per_batch: Positive | None = None
+    clip_grad_norm: bool = True
+    clip_norm: Annotated[float, Range(gt=0)] | None = None
+    seed: Annotated[int, Range(ge=0, le=2**32 - 1)] | None = None
+    log_interval: NonNegative = 1
+    save_trainer_interval: Positive = 10_000
+    progress_bar: bool = True
+    device: str = "cpu"
+    num_threads: Positive | None = 1
+    logger_timeout: Annotated[float, Range(gt=0)] = 10.0
+    max_batches: Positive | None = None
+    max_episodes: Positive | None = None
+    profile: bool = False
+
+
+@dataclass
+class CheckpointSection:
+    """``checkpoint``: where and how often the run's state is saved.
+
+    :param backend: ``torch`` or a backend registered by a plugin (``torchsnapshot``); env ``CKPT_BACKEND``.
+    :param keep_last: how many checkpoints to keep.
+    """
+
+    backend: str = "torch"
+    keep_last: Positive = 3
+
+
+#: The kernel's sections with a fixed set of keys, each declared once.
+SECTION_TYPES: dict[str, type] = {
+    "env": EnvSection,
+    "collector": CollectorSection,
+    "optim": OptimSection,
+    "trainer": TrainerSection,
+    "checkpoint": CheckpointSection,
+}
+
+_NAMED_DEFAULTS: dict[str, dict[str, Any]] = {"algo": {"name": "ppo"}, "loggers": {"csv": {}, "console": {}}, "hooks": {}}
+#: Every section's defaults, before the algorithm's own.
+KERNEL_DEFAULTS: dict[str, dict[str, Any]] = {
+    name: dataclasses.asdict(SECTION_TYPES[name]()) if name in SECTION_TYPES else _NAMED_DEFAULTS[name] for name in SECTIONS
+}
+
+
+def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of ``base`` with ``override`` merged in (mappings merge, anything else replaces)."""
+    out = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def yaml_loader() -> type:
+    """A YAML safe loader that reads numbers as people write them: ``3e-4``, ``1e6`` and ``1_000_000``, and
+    refuses a key given twice in one mapping (PyYAML keeps the last silently: a second ``env:`` section would
+    replace the first).
+
+    PyYAML follows YAML 1.1, where a float needs a dot (``3.0e-4``) and ``1e6`` is a string.
+    """
+
+
+    class Loader(yaml.SafeLoader):
+        def construct_document(self, node: Any) -> Any:
+            _refuse_duplicate_keys(node, set())  # on the document as written, before merge keys (<<) are expanded
+            return super().construct_document(node)
+
+    exponent = re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", exponent, list("-+0123456789"))
+    return Loader
+
+
+def _refuse_duplicate_keys(node: Any, seen: set[int]) -> None:
+    """Raise a YAML error at the second of two equal scalar keys of a mapping (same tag and text) in ``node``'s tree."""
+
+    if id(node) in seen:  # an alias of a node already walked
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        first: dict[tuple[str, str], Any] = {}
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                mark = first.setdefault((key.tag, key.value), key.start_mark)
+                if mark is not key.start_mark:
+                    problem = f"duplicate key {key.value!r} (first at line {mark.line + 1})"
+                    raise yaml.constructor.ConstructorError(None, None, problem, key.start_mark)
+            _refuse_duplicate_keys(key, seen)
+            _refuse_duplicate_keys(value, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _refuse_duplicate_keys(item, seen)
+
+
+def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a YAML config file.
+
+    :raises ConfigError: when it is missing, unparsable or not a mapping of known sections.
+    """
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read config file ({getattr(err, 'strerror', None) or err})") from None
+    try:
+        data = yaml.load(text, Loader=yaml_loader()) or {}
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}: not valid YAML{where}: {getattr(err, 'problem', None) or err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of sections ({', '.join(SECTIONS)})")
+    return data
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """Split ``--set a.b=value`` into a key path and a YAML-parsed value (``3e-4`` is a number)."""
+
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set {text!r}: expected KEY=VALUE, e.g. trainer.total_frames=50000")
+    try:
+        value = yaml.load(raw, Loader=yaml_loader()) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.strip().split("."), value
+
+
+def apply_overrides(config: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
+    """Apply ``--set`` overrides to ``config`` in place and return it."""
+    for text in overrides:
+        path, value = parse_override(text)
+        node = config
+        for part in path[:-1]:
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            elif not isinstance(child, dict):
+                raise ConfigError(f"--set {text!r}: {part!r} is not a section")
+            node = child
+        node[path[-1]] = value
+    return config
+
+
+def resolve_config(user: Mapping[str, Any], plugin_manager: PluginManager) -> dict[str, Any]:
+    """Merge kernel defaults, the algorithm's defaults, its preset for the env and ``user``; check every key.
+
+    Each value is checked against its declared type and range (the kernel's sections, the
+    algorithm's options, each logger's, hook's, wrapper's options) and converted to it. The
+    result records the plugin distributions that take part (``plugins``); a ``plugins`` record
+    in ``user`` that differs from what is installed is warned about, once per distribution.
+
+    :param user: the user's config (from a file and ``--set``).
+    :param plugin_manager: where algorithms, loggers, hooks, wrappers and backends are looked up.
+    :raises ConfigError: on the first bad key, value or plugin name.
+    :raises PluginError: when the plugin that provides a name is blocked or broken.
+    """
+    for section in user:
+        if section not in (*SECTIONS, PLUGINS_KEY):
+            raise ConfigError(f"unknown section {section!r} (valid choices: {', '.join(SECTIONS)})")
+        if not isinstance(user[section], Mapping) and user[section] is not None:
+            raise ConfigError(f"{section}: expected a mapping, got {user[section]!r}")
+
+    for kind in REGISTRIES:  # a plugin whose registry hook fails takes no part in the run, whichever registry it is
+        plugin_manager.registry(kind)
+    recorded = user.get(PLUGINS_KEY) or {}
+    _check_recorded(recorded)  # first: a name the config uses may be unknown because its plugin is gone
+    user = {k: v for k, v in user.items() if v is not None and k != PLUGINS_KEY}
+    name = user.get("algo", {}).get("name", KERNEL_DEFAULTS["algo"]["name"])
+    if not isinstance(name, str):
+        raise ConfigError(f"algo.name: expected a string, got {name!r}")
+    algorithm = plugin_manager.factory("algorithms", name, key="algo.name")
+    backend = os.environ.get("CKPT_BACKEND")
+    defaults = merge(KERNEL_DEFAULTS, {"checkpoint": {"backend": backend}} if backend else {})
+    defaults = merge(merge(defaults, {"algo": algorithm.option_defaults()}), algorithm.defaults)
+    env_id = user.get("env", {}).get("id") or defaults["env"]["id"]
+    if not isinstance(env_id, str):
+        raise ConfigError(f"env.id: expected a string, got {env_id!r}")
+    defaults = merge(defaults, algorithm.presets.get(env_id, {}))
+    defaults["algo"]["name"] = name
+    config = merge(defaults, user)
+    user_env = user.get("env")
+    if isinstance(user_env, Mapping) and isinstance(user_env.get("wrappers"), Mapping):
+        # a pipeline, in order: the user's replaces the defaults', or only takes wrappers out of it (NAME: null)
+        wanted = copy.deepcopy(user_env["wrappers"])
+        only_removes = bool(wanted) and all(options is None for options in wanted.values())
+        pipeline = (defaults.get("env", {}).get("wrappers") or {}) if only_removes else wanted
+        config["env"]["wrappers"] = {name: options for name, options in pipeline.items() if wanted.get(name, options) is not None}
+    for section, declared in SECTION_TYPES.items():
+        if section == "collector":
+            config[section] = _collector_section(config[section], plugin_manager)
+            continue
+        config[section] = validate_options(section, declared, config[section])
+    options = {k: v for k, v in config["algo"].items() if k != "name"}
+    config["algo"] = {"name": name, **validate_options("algo", algorithm.option_types(), options)}
+    for section in NAMED_SECTIONS:  # an entry set to null stays, as null: it removes a default one for good
+        if not isinstance(config[section], Mapping):
+            raise ConfigError(f"{section}: expected a mapping of names to options, got {config[section]!r}")
+        for entry, values in config[section].items():
+            if values is not None:
+                factory = plugin_manager.factory(section, entry, key=section)
+                config[section][entry] = validate_options(f"{section}.{entry}", factory, values, ("exp_name", "log_dir"), defaults=True)
+    for hook in algorithm.needs_hooks:
+        if config["hooks"].get(hook) is None:
+
+            default = yaml.safe_dump(dict(defaults["hooks"].get(hook) or {}), default_flow_style=True, sort_keys=False).strip()
+            raise ConfigError(f"hooks.{hook}: {name} cannot train without it (its default: {default})")
+
+    config["env"]["wrappers"] = checked_wrappers(config["env"]["wrappers"], plugin_manager)
+    plugin_manager.factory("vectorizations", config["env"]["vectorization"], key="env.vectorization")
+    source = "CKPT_BACKEND" if backend and config["checkpoint"]["backend"] == backend and "backend" not in user.get("checkpoint", {}) else None
+    plugin_manager.factory("checkpoint_backends", config["checkpoint"]["backend"], key=source or "checkpoint.backend")
+    config[PLUGINS_KEY] = participants(config, plugin_manager)
+    return config
+
+
+def _collector_section(values: Mapping[str, Any], plugin_manager: PluginManager) -> dict[str, Any]:
+    """The ``collector`` section, checked: the kernel's keys (``name``, ``frames_per_batch``), then the named
+    collector's own options (its factory's keyword parameters), their defaults filled in.
+
+    :raises ConfigError: for an unknown collector, an unknown key (naming the valid ones) or a bad value.
+    """
+
+    kernel_keys = [f.name for f in dataclasses.fields(CollectorSection)]
+    kernel = validate_options("collector", CollectorSection, {k: v for k, v in values.items() if k in kernel_keys})
+    factory = plugin_manager.factory("collectors", kernel["name"], key="collector.name")
+    declared, open_ended = options_of(factory)
+    declared = {n: o for n, o in declared.items() if n not in COLLECTOR_ARGUMENTS}
+    given = {k: v for k, v in values.items() if k not in kernel_keys}
+    unknown = [k for k in given if k not in declared]
+    if unknown and not open_ended:
+        raise ConfigError(f"unknown key collector.{unknown[0]} (valid choices: {', '.join([*kernel_keys, *declared])})")
+    defaults = {n: o.default for n, o in declared.items() if o.default is not REQUIRED}
+    return {**kernel, **validate_options("collector", factory, {**defaults, **given}, COLLECTOR_ARGUMENTS)}
+
+
+def check_config(config: Mapping[str, Any], plugin_manager: PluginManager) -> None:
+    """The checks of a resolved config that look beyond one key: the env and its kwargs, the device,
+    the batch shape. Run before anything is built or written.
+
+    :raises ConfigError: naming the key and the valid choices.
+    """
+
+    env, collector = config["env"], config["collector"]
+    if collector["frames_per_batch"] % env["num_envs"]:
+        raise ConfigError(
+            f"collector.frames_per_batch: {collector['frames_per_batch']} is not a multiple of env.num_envs={env['num_envs']}"
+        )
+    backend = plugin_manager.factory("vectorizations", env["vectorization"], key="env.vectorization")
+    check_env(env["id"], {} if getattr(backend, "own_kwargs", False) else env["kwargs"], plugin_manager)
+    check_device(config["trainer"]["device"], "trainer.device")
+
+
+def check_device(device: str, key: str) -> None:
+    """Refuse a device torch does not know or this machine does not have.
+
+    :raises ConfigError: naming ``key`` and the devices there are.
+    """
+    if device == "cpu":
+        return
+    import torch  # (lazy: a config is read and checked without torch)
+
+    available = ["cpu"]
+    if torch.cuda.is_available():
+        available += ["cuda", *(f"cuda:{i}" for i in range(torch.cuda.device_count()))]
+    if torch.backends.mps.is_available():
+        available.append("mps")
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ConfigError(f"{key}: unknown device {device!r} (valid choices: {', '.join(available)})") from None
+    usable = parsed.type == "cpu" or (parsed.type == "cuda" and torch.cuda.is_available() and (parsed.index or 0) < torch.cuda.device_count())
+    usable = usable or (parsed.type == "mps" and torch.backends.mps.is_available())
+    if not usable:
+        raise ConfigError(f"{key}: {device!r} is not available on this machine (valid choices: {', '.join(available)})")
+
+
+def participants(config: Mapping[str, Any], plugin_manager: PluginManager) -> dict[str, str]:
+    """``{distribution: version}`` of the plugins that take part in a run of ``config``.
+
+    Those that provide a name the config uses (algorithm, loggers, hooks, env, wrappers, backend)
+    and those that implement a loop or lifecycle hook (they take part in every run).
+    """
+
+    used = [("algorithms", config["algo"]["name"]), ("checkpoint_backends", config["checkpoint"]["backend"]), ("envs", config["env"]["id"])]
+    used += [("collectors", config["collector"]["name"])]
+    used += [(section, n) for section in NAMED_SECTIONS for n, o in config[section].items() if o is not None]
+    used += [("env_wrappers", n) for n in config["env"]["wrappers"]]
+    names = {provided[0] for kind, n in used if isinstance(n, str) and (provided := plugin_manager.provider(kind, n)) is not None}
+    hooks = set(LOOP_HOOKS) | set(LIFECYCLE_HOOKS)
+    names |= {info.name for info in plugin_manager.infos.values() if info.ok and hooks & set(info.hooks)}
+    found = {plugin_manager.infos[n].distribution: plugin_manager.infos[n].version for n in names if n in plugin_manager.infos}
+    return dict(sorted((d, v) for d, v in found.items() if d))
+
+
+def _check_recorded(recorded: Any) -> None:
+    """Warn, one line each, about recorded plugin distributions that are missing or of another version."""
+
+    if not isinstance(recorded, Mapping):
+        raise ConfigError(f"{PLUGINS_KEY}: expected a mapping of distributions to versions, got {recorded!r}")
+    for dist, version in recorded.items():
+        try:
+            installed = metadata.version(str(dist))
+        except metadata.PackageNotFoundError:
+            warnings.warn(f"the config was written with {dist} {version}, which is not installed", stacklevel=3)
+            continue
+        if str(version) != installed:
+            warnings.warn(f"the config was written with {dist} {version}; {installed} is installed", stacklevel=3)
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    overrides: Iterable[str] = (),
+    plugin_manager: PluginManager | None = None,
+    **sections: Mapping[str, Any],
+) -> dict[str, Any]:
+    """Read, override and resolve a config.
+
+    :param path: a YAML file, or ``None`` for the defaults.
+    :param overrides: ``KEY=VALUE`` strings, as ``--set`` takes them.
+    :param plugin_manager: the plugins to resolve names with (default: the installed ones).
+    :param sections: sections merged over the file before the overrides (``algo={"name": "a2c"}``).
+    :return: the resolved config.
+    """
+
+    user = read_config_file(path) if path is not None else {}
+    user = merge(user, sections)
+    apply_overrides(user, overrides)
+    return resolve_config(user, plugin_manager or get_plugin_manager())
+
+
+def dump_config(config: Mapping[str, Any]) -> str:
+    """The config as YAML text, sections in their documented order."""
+
+    class Dumper(yaml.SafeDumper):
+        """Block style, except for lists of plain values (``hidden_sizes: [64, 64]``)."""
+
+    def represent_list(dumper: yaml.SafeDumper, data: list[Any]) -> Any:
+        flow = all(not isinstance(item, (dict, list)) for item in data)
+        return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
+
+    Dumper.add_representer(list, represent_list)
+    Dumper.add_representer(ImportPath, Dumper.represent_str)  # (a callable named by its import path)
+    Dumper.add_representer(tuple, represent_list)
+    ordered = {s: config[s] for s in (*SECTIONS, PLUGINS_KEY) if s in config}
+    return yaml.dump(ordered, Dumper=Dumper, sort_keys=False, default_flow_style=False)
+
+
+def save_config(config: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Write ``config`` as YAML to ``path``, atomically (a crash leaves the old file or the new one).
+
+    :param config: a config, e.g. from :func:`load_config`.
+    :param path: the file to write.
+    :return: ``path``.
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(dump_config(config), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def default_config(algo: str, env: str | None = None, plugin_manager: PluginManager | None = None) -> dict[str, Any]:
+    """The resolved default config of algorithm ``algo`` (with its preset for ``env``, if it has one).
+
+    What ``rlctl config show ALGO [--env ENV]`` prints.
+
+    :param algo: an algorithm's name.
+    :param env: an env id.
+    :param plugin_manager: the plugins (default: the installed ones).
+    """
+    sections: dict[str, Any] = {"algo": {"name": algo}}
+    if env is not None:
+        sections["env"] = {"id": env}
+    return load_config(plugin_manager=plugin_manager, **sections)
+
+
+#: Keys that count collected steps, which :func:`correct_for_frame_skip` divides (of TorchRL's list, by key name).
+FRAME_KEYS = ("frames_per_batch", "record_frames", "init_env_steps", "noops")
+
+
+def correct_for_frame_skip(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``config`` whose counts of collected steps are divided by ``trainer.frame_skip`` (TorchRL's helper of the same name).
+
+    Every key named in :data:`FRAME_KEYS`, in any section (``collector.frames_per_batch``, a hook's
+    ``record_frames``, ...), becomes ``value // frame_skip``, so that numbers written in env frames
+    count steps. The counts on the trainer's clock, ``total_frames``, ``init_random_frames`` and the
+    exploration's ``*annealing_frames``, stay: rl-core's trainer counts every collected step as
+    ``frame_skip`` frames (TorchRL's collector counts steps, so its helper divides them too).
+
+    :param config: a config with ``trainer.frame_skip``.
+    """
+    skip = int(config.get("trainer", {}).get("frame_skip", 1))
+
+    def divide(node: Any) -> Any:
+        if isinstance(node, Mapping):
+            return {k: v // skip if k in FRAME_KEYS and isinstance(v, int) and not isinstance(v, bool) else divide(v) for k, v in node.items()}
+        return copy.deepcopy(node)
+
+    return divide(config)
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"algo": {"lr": 1}}`` -> ``{"algo.lr": 1}`` (lists stay whole)."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
