@@ -30,15 +30,15 @@ class Case:
 
 
 CASES = [
-    Case("ppo", "CartPole-v1", 20_480, 200.0, 60.0),
-    Case("ppo-kl", "CartPole-v1", 20_480, 150.0, 60.0),
-    Case("a2c", "CartPole-v1", 40_960, 150.0, 60.0),
-    Case("pg", "CartPole-v1", 40_960, 100.0, 60.0),
-    Case("spg", "CartPole-v1", 40_960, 100.0, 60.0),
-    Case("dqn", "CartPole-v1", 20_000, 150.0, 60.0),
-    Case("sac", "Pendulum-v1", 3_000, -700.0, -1000.0),
-    Case("td3", "Pendulum-v1", 3_000, -700.0, -1000.0),
-    Case("ddpg", "Pendulum-v1", 3_000, -700.0, -1000.0),
+    Case("ppo", "CartPole-v1", 20_480, 300.0, 100.0),
+    Case("ppo-kl", "CartPole-v1", 20_480, 300.0, 100.0),
+    Case("a2c", "CartPole-v1", 40_960, 300.0, 100.0),
+    Case("pg", "CartPole-v1", 40_960, 110.0, 100.0),
+    Case("spg", "CartPole-v1", 40_960, 250.0, 100.0),
+    Case("dqn", "CartPole-v1", 20_000, 150.0, 100.0),
+    Case("sac", "Pendulum-v1", 4_000, -400.0, -1000.0),
+    Case("td3", "Pendulum-v1", 6_000, -400.0, -1000.0),
+    Case("ddpg", "Pendulum-v1", 6_000, -400.0, -1000.0),
 ]
 
 

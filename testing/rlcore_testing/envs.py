@@ -59,5 +59,5 @@ class PixelBandit(gymnasium.Env[np.ndarray, Any]):
         return self._image(), reward, True, False, {}
 
 
-gymnasium.register("PixelBandit-v0", entry_point=PixelBandit, max_episode_steps=1)
-gymnasium.register("PixelBanditContinuous-v0", entry_point=PixelBandit, kwargs={"continuous": True}, max_episode_steps=1)
+gymnasium.register("PixelBandit-v0", entry_point="rlcore_testing.envs:PixelBandit", max_episode_steps=1)
+gymnasium.register("PixelBanditContinuous-v0", entry_point="rlcore_testing.envs:PixelBandit", kwargs={"continuous": True}, max_episode_steps=1)

@@ -12,9 +12,9 @@ imported only when the factory is called.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
-from rlcore import Range, hookimpl
+from rlcore import HookFactory, Range, hookimpl
 
 if TYPE_CHECKING:
     from ._hook import EarlyStopping
@@ -56,6 +56,6 @@ def early_stopping(
 
 
 @hookimpl
-def rl_register_hooks() -> dict[str, Any]:
+def rl_register_hooks() -> dict[str, HookFactory]:
     """Contribute the ``early_stopping`` hook (the factory imports the hook class, and torch, when called)."""
     return {"early_stopping": early_stopping}

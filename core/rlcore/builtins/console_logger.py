@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, TextIO
+from typing import Annotated, Literal, TextIO
 
 from tqdm import tqdm
 
-from rlcore import Logger, Range, hookimpl
+from rlcore import Logger, LoggerFactory, Range, hookimpl
 
 
 class ConsoleLogger(Logger):
@@ -49,5 +49,5 @@ class ConsoleLogger(Logger):
 
 
 @hookimpl
-def rl_register_loggers() -> dict[str, Any]:
+def rl_register_loggers() -> dict[str, LoggerFactory]:
     return {"console": ConsoleLogger}

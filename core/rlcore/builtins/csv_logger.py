@@ -10,9 +10,8 @@ import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
-from rlcore import ConfigError, Logger, RunPath, hookimpl, run_path
+from rlcore import ConfigError, Logger, LoggerFactory, RunPath, hookimpl, run_path
 
 HEADER = ("frames", "name", "value", "wall_time")
 #: the file of a run directory the CSV logger writes by default
@@ -144,5 +143,5 @@ def _metrics_file(run_dir: Path) -> str:
 
 
 @hookimpl
-def rl_register_loggers() -> dict[str, Any]:
+def rl_register_loggers() -> dict[str, LoggerFactory]:
     return {"csv": CSVLogger}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rlcore import hookimpl
+from rlcore import CollectorFactory, VectorizationFactory, hookimpl
 
 
 def sync_vector_env(make_env: Callable[[], Any], num_envs: int, **_: Any) -> Any:
@@ -49,11 +49,11 @@ def local_collector(env: Any, policy: Any, frames_per_batch: int, *, device: Any
 
 
 @hookimpl
-def rl_register_collectors() -> dict[str, Any]:
+def rl_register_collectors() -> dict[str, CollectorFactory]:
     return {"local": local_collector}
 
 
 @hookimpl
-def rl_register_vectorizations() -> dict[str, Any]:
+def rl_register_vectorizations() -> dict[str, VectorizationFactory]:
     return {"sync": sync_vector_env, "async": async_vector_env}
 

@@ -10,7 +10,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from rlcore import CheckpointBackend, CheckpointError, hookimpl
+from rlcore import CheckpointBackend, CheckpointBackendFactory, CheckpointError, hookimpl
 
 
 class TorchCheckpointBackend(CheckpointBackend):
@@ -104,5 +104,5 @@ def numpy_globals() -> list[Any]:
 
 
 @hookimpl
-def rl_register_checkpoint_backends() -> dict[str, Any]:
+def rl_register_checkpoint_backends() -> dict[str, CheckpointBackendFactory]:
     return {"torch": TorchCheckpointBackend}

@@ -4,6 +4,7 @@ and the greedy policy that acts with it."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import torch
 from tensordict import TensorDictBase
@@ -43,7 +44,7 @@ class QNetwork(nn.Module):
         self.num_actions = num_actions
         self.encoder = encoder
         if encoder is not None:
-            self.heads = MLP([int(encoder.out_dim), 1 + num_actions if dueling else num_actions])
+            self.heads = MLP([cast(int, encoder.out_dim), 1 + num_actions if dueling else num_actions])
         elif dueling:
             self.trunk = MLP([obs_dim, *hidden_sizes], activation, activate_last=True)
             width = hidden_sizes[-1] if hidden_sizes else obs_dim

@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from rlcore import ConfigError, env_layers, hookimpl
+from rlcore import ConfigError, EnvWrapperFactory, VectorizationFactory, env_layers, hookimpl
 
 from ._factories import IMPORT_PATH, WRAPPERS, ale, envpool, import_path
 
@@ -48,13 +48,13 @@ __all__ = ["IMPORT_PATH", "WRAPPERS", "ale", "envpool", "import_path", "rl_batch
 
 
 @hookimpl
-def rl_register_env_wrappers() -> dict[str, Any]:
+def rl_register_env_wrappers() -> dict[str, EnvWrapperFactory]:
     """Every wrapper by name, and the resolver of Gymnasium wrappers by import path (the pattern ``*.*``)."""
     return {**WRAPPERS, IMPORT_PATH: import_path}
 
 
 @hookimpl
-def rl_register_vectorizations() -> dict[str, Any]:
+def rl_register_vectorizations() -> dict[str, VectorizationFactory]:
     """``envpool``: EnvPool's C++ vector env; ``ale``: ale-py's, of Atari games."""
     return {"envpool": envpool, "ale": ale}
 

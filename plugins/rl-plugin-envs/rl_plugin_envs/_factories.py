@@ -216,7 +216,7 @@ def atari(
     from ._inside import wrap_each_env
 
     _needs_cv2("atari")
-    options = {
+    options: dict[str, Any] = {
         "noop_max": noop_max,
         "frame_skip": frame_skip,
         "screen_size": screen_size,

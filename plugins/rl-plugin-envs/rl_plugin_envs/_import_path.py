@@ -106,7 +106,7 @@ def wrapper_from_path(path: str) -> Any:
     arrays = frozenset(name for name, param in signature.parameters.items() if "ndarray" in str(param.annotation))  # a list is given as one
     factory = partial(_apply, cls, path, arrays)
     factory.__signature__ = signature  # type: ignore[attr-defined]
-    factory.__wrapped__ = cls.__init__  # type: ignore[attr-defined]  # (where the validator resolves its annotations)
+    factory.__wrapped__ = cls.__init__  # type: ignore[attr-defined,misc]  # (where the validator resolves its annotations)
     return factory
 
 

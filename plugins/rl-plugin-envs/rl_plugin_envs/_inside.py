@@ -55,6 +55,7 @@ class FrameSkip(MaxAndSkipObservation):
                 break
         if "raw_reward" in info:
             info = {**info, "raw_reward": total_raw}
+        assert last is not None  # (the skip is at least one step)
         return (last if before is None else np.maximum(before, last)), total_reward, terminated, truncated, info
 
     def state_dict(self) -> dict[str, Any]:
@@ -108,7 +109,7 @@ def atari(env: gymnasium.Env, **options: Any) -> gymnasium.Env:
     if not type(base).__module__.startswith("ale_py"):
         raise ValueError(f"needs an Atari env of ale-py (ALE/Pong-v5, ...), got {env.spec.id if env.spec else type(base).__name__}")
     if getattr(base, "_frameskip", 1) != 1:
-        base._frameskip = 1  # ALE v5 ids skip 4 frames themselves; the wrapper's frame skip (1 included) replaces it
+        base._frameskip = 1  # type: ignore[attr-defined]  # (ale-py's AtariEnv: v5 ids skip 4 frames themselves; the wrapper's frame skip replaces it)
     return AtariPreprocessing(env, **options)
 
 

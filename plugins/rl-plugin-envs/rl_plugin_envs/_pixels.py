@@ -42,7 +42,9 @@ class PixelRender(VectorWrapper):
 
     def render_frames(self) -> np.ndarray:
         """The envs' frames now, ``[envs, height, width, 3]`` ``uint8`` (an env's float frames are read in ``[0, 1]``, MinAtar's)."""
-        frames = [np.asarray(frame) for frame in self.env.render()]
+        rendered = self.env.render()
+        assert rendered is not None, "the envs rendered nothing (render_mode rgb_array is checked when the wrapper is made)"
+        frames = [np.asarray(frame) for frame in rendered]
         frames = [np.rint(np.clip(f, 0.0, 1.0) * 255.0) if np.issubdtype(f.dtype, np.floating) else f for f in frames]
         if self.size is not None:
             import cv2

@@ -29,7 +29,7 @@ class ObservationFrames(VectorWrapper):
         self._obs: np.ndarray | None = None
 
     @property
-    def render_mode(self) -> str:
+    def render_mode(self) -> str:  # type: ignore[override]  # (Gymnasium declares it an attribute; here it is fixed)
         return "rgb_array"
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:

@@ -13,7 +13,7 @@ from gymnasium.vector import VectorWrapper
 from gymnasium.wrappers.vector import ClipReward as GymnasiumClipReward
 
 
-def with_raw(info: dict[str, Any], reward: np.ndarray) -> dict[str, Any]:
+def with_raw(info: dict[str, Any], reward: Any) -> dict[str, Any]:
     return {**info, "raw_reward": info.get("raw_reward", reward)}
 
 

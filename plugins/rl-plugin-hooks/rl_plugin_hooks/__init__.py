@@ -39,7 +39,7 @@ from collections.abc import Callable
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from rlcore import hook_factory, hookimpl, lazy_getattr
+from rlcore import HookFactory, hook_factory, hookimpl, lazy_getattr
 
 from ._options import (
     BatchSubSamplerOptions,
@@ -142,6 +142,6 @@ FACTORIES: dict[str, Callable[..., Any]] = {
 
 
 @hookimpl
-def rl_register_hooks() -> dict[str, Any]:
+def rl_register_hooks() -> dict[str, HookFactory]:
     """The nine hooks, by their config names."""
     return dict(FACTORIES)

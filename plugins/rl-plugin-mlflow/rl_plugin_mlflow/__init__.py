@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from rlcore import hookimpl
+from rlcore import LoggerFactory, hookimpl
 
 if TYPE_CHECKING:
     from ._logger import MLflowLogger
@@ -41,5 +41,5 @@ def make_logger(
 
 
 @hookimpl
-def rl_register_loggers() -> dict[str, Any]:
+def rl_register_loggers() -> dict[str, LoggerFactory]:
     return {"mlflow": make_logger}

@@ -75,6 +75,7 @@ class CNN(nn.Module):
         for module in self.net:
             if isinstance(module, (nn.Conv2d, nn.Linear)):
                 nn.init.orthogonal_(module.weight, 2**0.5)
+                assert module.bias is not None  # (built with one, above)
                 nn.init.zeros_(module.bias)
 
     def to_images(self, obs: torch.Tensor) -> torch.Tensor:

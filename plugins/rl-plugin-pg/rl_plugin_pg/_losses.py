@@ -67,8 +67,9 @@ class PolicyGradientLoss(nn.Module):
         their configured value to the final one over the trainer's ``total_frames``.
     """
 
-    #: learns from each batch as collected (its advantages are the batch's): a replay buffer refuses it
+    #: learns from each batch as collected (its advantages are the batch's): an rlcore.OnPolicyLoss, which a replay buffer refuses
     on_policy = True
+    kl_coef: torch.Tensor  # adaptive-KL's penalty coefficient (a buffer: checkpointed)
 
     def __init__(
         self,
@@ -186,7 +187,7 @@ class PolicyGradientLoss(nn.Module):
 
         :raises rlcore.ConfigError: when the batch lacks a key the loss reads (a ``select_keys`` hook that left it out).
         """
-        needed = ("observation", "sample_log_prob", *(("next", k) for k in ("observation", "reward", "terminated", "done")))
+        needed: tuple[str | tuple[str, ...], ...] = ("observation", "sample_log_prob", *(("next", k) for k in ("observation", "reward", "terminated", "done")))
         require_keys(batch, needed, "algo", "the policy-gradient loss")
         self.apply_schedule((trainer.collected_frames - trainer.batch_frames) / max(trainer.total_frames, 1))
         with torch.no_grad():  # one critic call values every observation and next observation

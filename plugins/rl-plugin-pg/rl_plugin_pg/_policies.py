@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -66,6 +66,8 @@ class ActorCritic(TensorDictModuleBase):
     """
 
     in_keys = ["observation"]
+    low: torch.Tensor  # the action bounds of a Gaussian policy (buffers)
+    high: torch.Tensor
 
     def __init__(
         self,
@@ -90,13 +92,14 @@ class ActorCritic(TensorDictModuleBase):
         obs_dim = int(np.prod(obs_shape))
         self.action_dim = action_dim
         self.squash = action_bounds == "tanh"
-        self.out_keys = ["action", "sample_log_prob"] + ([] if discrete else ["raw_action"])
+        out_keys: list[str | tuple[str]] = ["action", "sample_log_prob", *([] if discrete else ["raw_action"])]
+        self.out_keys = out_keys
         self.action_key = "action" if discrete else "raw_action"
         # with a shared trunk (or an encoder), the actor and the critic are one-layer heads on its features
         self.encoder = encoder
         self.trunk = MLP([obs_dim, *hidden_sizes], activation, init="orthogonal", activate_last=True) if shared_trunk and encoder is None else None
         if encoder is not None:
-            body = [int(encoder.out_dim)]
+            body = [cast(int, encoder.out_dim)]
         else:
             body = [obs_dim, *hidden_sizes] if self.trunk is None else [self.trunk.out_dim]
         self.actor_net = MLP([*body, action_dim], activation, init="orthogonal", out_gain=0.01)  # near-uniform initial policy

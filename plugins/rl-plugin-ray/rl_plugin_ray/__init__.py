@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from rlcore import ConfigError, Range, hookimpl
+from rlcore import CollectorFactory, ConfigError, Range, hookimpl
 
 if TYPE_CHECKING:
     from ._collector import RayCollector
@@ -100,7 +100,7 @@ def ray_collector(
 
 
 @hookimpl
-def rl_register_collectors() -> dict[str, Any]:
+def rl_register_collectors() -> dict[str, CollectorFactory]:
     """Register the ``ray`` collector."""
     return {"ray": ray_collector}
 

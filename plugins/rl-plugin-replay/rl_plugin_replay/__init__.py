@@ -43,9 +43,9 @@ from __future__ import annotations
 import os
 import warnings
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from rlcore import ConfigError, Range, check_device, hookimpl, lazy_getattr, validate_options
+from rlcore import ConfigError, HookFactory, Range, check_device, hookimpl, lazy_getattr, validate_options
 
 from ._keys import INDEX_KEY, PRIORITY_KEY, STEPS_KEY, TRANSITION_KEYS, WEIGHT_KEY
 
@@ -262,6 +262,6 @@ def target_updater(
 
 
 @hookimpl
-def rl_register_hooks() -> dict[str, Any]:
+def rl_register_hooks() -> dict[str, HookFactory]:
     """``replay_buffer`` and ``target_updater``."""
     return {"replay_buffer": replay_buffer, "target_updater": target_updater}

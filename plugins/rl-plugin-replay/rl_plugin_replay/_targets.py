@@ -17,7 +17,7 @@ with torch's multi-tensor kernels (one call for all tensors, not a loop over the
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
@@ -26,8 +26,10 @@ from rlcore import ConfigError, TargetNetworks, TrainerHookBase
 
 from ._hook import OffPolicyLoss
 
+M = TypeVar("M", bound=nn.Module)
 
-def make_target(module: nn.Module) -> nn.Module:
+
+def make_target(module: M) -> M:
     """A frozen copy of ``module``: its parameters become buffers of the same names.
 
     The copy computes what ``module`` computes (its ``state_dict`` has the same keys), but no

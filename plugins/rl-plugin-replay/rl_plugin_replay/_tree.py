@@ -116,7 +116,7 @@ class SumTree:
         for level, saved, empty in ((self.sums, state["sums"], 0.0), (self.mins, state["mins"], np.inf)):
             level[0][:used] = np.asarray(saved)
             level[0][used:] = empty
-        for level in range(1, len(self.sums)):  # as set() computes them: each block from its children (then padding)
-            blocks = len(self.sums[level - 1]) // self.fanout
-            self.sums[level][:blocks] = self.sums[level - 1].reshape(-1, self.fanout).sum(1)
-            self.mins[level][:blocks] = self.mins[level - 1].reshape(-1, self.fanout).min(1)
+        for depth in range(1, len(self.sums)):  # as set() computes them: each block from its children (then padding)
+            blocks = len(self.sums[depth - 1]) // self.fanout
+            self.sums[depth][:blocks] = self.sums[depth - 1].reshape(-1, self.fanout).sum(1)
+            self.mins[depth][:blocks] = self.mins[depth - 1].reshape(-1, self.fanout).min(1)

@@ -6,9 +6,9 @@ This module stays light: torch and TensorBoard are imported only when a logger i
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from rlcore import hookimpl
+from rlcore import LoggerFactory, hookimpl
 
 if TYPE_CHECKING:
     from ._logger import TensorBoardLogger
@@ -30,5 +30,5 @@ def make_logger(exp_name: str, log_dir: str | os.PathLike[str], flush_secs: floa
 
 
 @hookimpl
-def rl_register_loggers() -> dict[str, Any]:
+def rl_register_loggers() -> dict[str, LoggerFactory]:
     return {"tensorboard": make_logger}

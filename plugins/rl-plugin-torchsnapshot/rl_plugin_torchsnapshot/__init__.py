@@ -8,9 +8,9 @@ so ``rlctl plugins list`` does not import them.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from rlcore import hookimpl
+from rlcore import CheckpointBackendFactory, hookimpl
 
 if TYPE_CHECKING:
     from ._backend import TorchSnapshotBackend
@@ -32,6 +32,6 @@ def make_backend(directory: str | os.PathLike[str], keep_last: int = 3) -> Torch
 
 
 @hookimpl
-def rl_register_checkpoint_backends() -> dict[str, Any]:
+def rl_register_checkpoint_backends() -> dict[str, CheckpointBackendFactory]:
     """Register the ``torchsnapshot`` checkpoint backend."""
     return {"torchsnapshot": make_backend}

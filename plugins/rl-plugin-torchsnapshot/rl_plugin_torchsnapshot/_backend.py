@@ -132,12 +132,12 @@ def _check_manifest(manifest: Mapping[str, Entry], path: Path) -> None:
                 raise CheckpointError(f"{path}: entry {logical_path} points outside the snapshot ({tensor.location})")
             end = tensor.byte_range[1] if tensor.byte_range else _nbytes(tensor)
             sizes[tensor.location] = max(sizes.get(tensor.location, 0), end)
-    for location, needed in sizes.items():
-        file = path / location
+    for name, needed in sizes.items():
+        file = path / name
         if not file.is_file():
-            raise CheckpointError(f"{path} is missing its data file {location}")
+            raise CheckpointError(f"{path} is missing its data file {name}")
         if file.stat().st_size < needed:
-            raise CheckpointError(f"{path}: data file {location} is truncated ({file.stat().st_size} of {needed} bytes)")
+            raise CheckpointError(f"{path}: data file {name} is truncated ({file.stat().st_size} of {needed} bytes)")
 
 
 def _nbytes(entry: TensorEntry) -> int:

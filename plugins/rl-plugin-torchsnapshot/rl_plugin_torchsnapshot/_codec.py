@@ -84,7 +84,7 @@ def crc32(tensor: torch.Tensor) -> int:
 
     :param tensor: the tensor.
     """
-    return zlib.crc32(tensor.reshape(-1).view(torch.uint8).numpy()) if tensor.numel() else 0
+    return zlib.crc32(tensor.reshape(-1).view(torch.uint8).numpy().data) if tensor.numel() else 0
 
 
 def _dtype_name(dtype: torch.dtype) -> str:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from rlcore import hook_factory, hookimpl, lazy_getattr
+from rlcore import HookFactory, hook_factory, hookimpl, lazy_getattr
 
 from ._options import EvaluationOptions, TensorDictRecorderOptions, VideoRecorderOptions
 
@@ -92,7 +92,7 @@ evaluation = _factory("evaluation", EvaluationOptions, "._evaluation", "Evaluati
 
 
 @hookimpl
-def rl_register_hooks() -> dict[str, Any]:
+def rl_register_hooks() -> dict[str, HookFactory]:
     return {"video_recorder": video_recorder, "tensordict_recorder": tensordict_recorder, "evaluation": evaluation}
 
 

@@ -6,9 +6,9 @@ This module stays light: wandb is imported only when a logger is created.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from rlcore import hookimpl
+from rlcore import LoggerFactory, hookimpl
 
 if TYPE_CHECKING:
     from ._logger import WandbLogger
@@ -43,5 +43,5 @@ def make_logger(
 
 
 @hookimpl
-def rl_register_loggers() -> dict[str, Any]:
+def rl_register_loggers() -> dict[str, LoggerFactory]:
     return {"wandb": make_logger}

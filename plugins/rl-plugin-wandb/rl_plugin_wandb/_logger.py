@@ -14,7 +14,7 @@ import os
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import wandb
@@ -40,7 +40,7 @@ class WandbLogger(Logger):
     :param entity: the W&B user or team.
     :param tags: run tags.
     :param group: the run group, e.g. to gather the seeds of one experiment.
-    :param mode: ``"online"``, ``"offline"`` or ``"disabled"``; default ``WANDB_MODE``, else online.
+    :param mode: ``"online"``, ``"offline"``, ``"disabled"`` or ``"shared"``; default ``WANDB_MODE``, else online.
     :param notes: a description of the run.
     """
 
@@ -52,7 +52,7 @@ class WandbLogger(Logger):
         entity: str | None = None,
         tags: Iterable[str] | str | None = None,
         group: str | None = None,
-        mode: str | None = None,
+        mode: Literal["online", "offline", "disabled", "shared"] | None = None,
         notes: str | None = None,
     ) -> None:
         super().__init__(exp_name, log_dir)
@@ -91,7 +91,7 @@ class WandbLogger(Logger):
 
     def log_histogram(self, name: str, values: Any, step: int) -> None:
         array = np.asarray(values.detach().cpu() if hasattr(values, "detach") else values, dtype=np.float64)
-        self._log({name: wandb.Histogram(array.ravel())}, step)
+        self._log({name: wandb.Histogram(array.ravel())}, step)  # type: ignore[arg-type]  # (its stub says a Sequence; it takes an array)
 
     def log_video(self, name: str, video: Any, step: int, fps: int = 30) -> None:
         """Log ``video`` as a ``wandb.Video`` mp4, written by rl-plugin-video's ``write_mp4`` (W&B's own encoder needs
