@@ -91,3 +91,27 @@ def test_the_profile_shows_its_backward_and_step_apart_and_counts_no_second_twic
     inner = rows[("rl-core", "backward")] + rows[("rl-core", "optimizer step")]
     assert inner > 0 and sum(rows.values()) <= trainer.profiler.wall  # the rl_optimizer row lost what its two rows hold
     assert "the loop itself (untracked) | -" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["adam", "adamw"])
+def test_the_optim_sections_adam_steps_as_torchs_own_bit_for_bit(name):
+    """make_optimizer's Adam steps through torch's functional Adam, past Optimizer.step's per-call work: the same update."""
+    options = {"name": name, "lr": 1e-2, "eps": 1e-8, "weight_decay": 0.1}
+    ours, theirs = Regression(), Regression()
+    fast = rlcore.make_optimizer(options, ours.parameters())
+    plain = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[name](theirs.parameters(), lr=1e-2, eps=1e-8, weight_decay=0.1, fused=True)
+    for step, batch in enumerate(BATCHES * 2):
+        for loss, optimizer in ((ours, fast), (theirs, plain)):
+            optimizer.zero_grad()
+            out = loss(batch)
+            (out["loss_fit"] + out["loss_small"]).backward()
+            for group in optimizer.param_groups:
+                group["lr"] = 1e-2 / (1 + step)  # a schedule moves it
+            optimizer.step()
+    for key, value in theirs.state_dict().items():
+        assert torch.equal(ours.state_dict()[key], value), key
+    assert str(fast.state_dict()) == str(plain.state_dict())
+    scheduler = torch.optim.lr_scheduler.StepLR(fast, step_size=1, gamma=0.5)  # wraps the step: still steps
+    fast.step()
+    scheduler.step()
+    assert fast.param_groups[0]["lr"] == pytest.approx(0.5 * 1e-2 / 12)

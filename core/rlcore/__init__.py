@@ -25,9 +25,9 @@ _LAZY = {
     "attach_hook": "._app.build",
     "build_trainer": "._app.build",
     "load_checkpoint": "._app.build",
-    "make_optimizer": "._app.build",
+    "make_optimizer": "._app.optim",
     "Collector": "._app.collector",
-    "check_device": "._app.config",
+    "check_device": "._app.devices",
     "correct_for_frame_skip": "._app.config",
     "default_config": "._app.config",
     "dump_config": "._app.config",
@@ -177,14 +177,16 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from ._app.build import EnvState, add_hook, attach_hook, build_trainer, load_checkpoint, make_optimizer
+    from ._app.build import EnvState, add_hook, attach_hook, build_trainer, load_checkpoint
     from ._app.cli import build_cli, describe_plugins
     from ._app.cli import main as rlctl
     from ._app.collector import Collector
-    from ._app.config import check_device, correct_for_frame_skip, default_config, dump_config, load_config, read_config_file, save_config
+    from ._app.config import correct_for_frame_skip, default_config, dump_config, load_config, read_config_file, save_config
+    from ._app.devices import check_device
     from ._app.envs import base_env, env_layers, env_states, get_stats_random_rollout, load_env_states, make_vector_env
     from ._app.evaluate import evaluate
     from ._app.loggers import generate_exp_name, get_logger
+    from ._app.optim import make_optimizer
     from ._kernel.checkpoint import CheckpointBackend, CheckpointError, content_checksum
     from ._kernel.contracts import (
         AlgorithmBuilder,

@@ -25,6 +25,7 @@ from .._markers import hookimpl
 from .config import check_config, flatten, read_config_file, resolve_config, save_config
 from .envs import checked_wrappers, env_layers, env_states, load_env_states, make_vector_env
 from .loggers import generate_exp_name
+from .optim import make_optimizer
 from .rundir import RunDirectory, RunDirectoryError
 
 
@@ -69,22 +70,6 @@ class EnvState:
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         load_env_states(self.env, state)
-
-
-def make_optimizer(options: Mapping[str, Any], params: Any) -> torch.optim.Optimizer:
-    """An optimizer from the ``optim`` section's ``name``, ``lr``, ``eps`` and ``weight_decay`` (Adam and AdamW fused, on CPU as on GPU).
-
-    :param options: the ``optim`` section, or a mapping with those keys.
-    :param params: the parameters (or parameter groups) to optimise.
-    """
-    kwargs: dict[str, Any] = {"lr": options["lr"], "weight_decay": options["weight_decay"]}
-    name = options["name"]
-    if name in ("adam", "adamw", "rmsprop"):
-        kwargs["eps"] = options["eps"]
-    if name in ("adam", "adamw"):
-        kwargs["fused"] = True  # one kernel for all parameters: ~4x faster steps for small networks
-    cls = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "sgd": torch.optim.SGD, "rmsprop": torch.optim.RMSprop}[name]
-    return cls(params, **kwargs)
 
 
 def default_run_dir(config: Mapping[str, Any]) -> Path:
@@ -338,7 +323,7 @@ def make_collector(
     :param policy: the policy that acts.
     :param device: where batches go.
     :param pm: the run's plugins.
-    :param frames_per_batch: the frames of each batch, if not ``collector.frames_per_batch`` (a torchrun rank's share).
+    :param frames_per_batch: the frames of each batch, if not ``collector.frames_per_batch`` (one process's share, in a world of several).
     """
     options = dict(config["collector"])
     name, configured = options.pop("name"), options.pop("frames_per_batch")

@@ -19,6 +19,7 @@ from .._kernel.errors import ConfigError
 from .._kernel.manager import PluginManager, get_plugin_manager
 from .._kernel.options import REQUIRED, ImportPath, Range, options_of, validate_options
 from ..hookspecs import LIFECYCLE_HOOKS, LOOP_HOOKS, REGISTRIES
+from .devices import check_device
 from .envs import check_env, checked_wrappers
 
 SECTIONS = ("env", "collector", "algo", "optim", "trainer", "loggers", "hooks", "checkpoint")
@@ -362,30 +363,6 @@ def check_config(config: Mapping[str, Any], plugin_manager: PluginManager) -> No
     backend = plugin_manager.factory("vectorizations", env["vectorization"], key="env.vectorization")
     check_env(env["id"], {} if getattr(backend, "own_kwargs", False) else env["kwargs"], plugin_manager)
     check_device(config["trainer"]["device"], "trainer.device")
-
-
-def check_device(device: str, key: str) -> None:
-    """Refuse a device torch does not know or this machine does not have.
-
-    :raises ConfigError: naming ``key`` and the devices there are.
-    """
-    if device == "cpu":
-        return
-    import torch  # (lazy: a config is read and checked without torch)
-
-    available = ["cpu"]
-    if torch.cuda.is_available():
-        available += ["cuda", *(f"cuda:{i}" for i in range(torch.cuda.device_count()))]
-    if torch.backends.mps.is_available():
-        available.append("mps")
-    try:
-        parsed = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise ConfigError(f"{key}: unknown device {device!r} (valid choices: {', '.join(available)})") from None
-    usable = parsed.type == "cpu" or (parsed.type == "cuda" and torch.cuda.is_available() and (parsed.index or 0) < torch.cuda.device_count())
-    usable = usable or (parsed.type == "mps" and torch.backends.mps.is_available())
-    if not usable:
-        raise ConfigError(f"{key}: {device!r} is not available on this machine (valid choices: {', '.join(available)})")
 
 
 def participants(config: Mapping[str, Any], plugin_manager: PluginManager) -> dict[str, str]:

@@ -1,0 +1,29 @@
+"""The devices a run may name: those torch knows and this machine has."""
+
+from __future__ import annotations
+
+from .._kernel.errors import ConfigError
+
+
+def check_device(device: str, key: str) -> None:
+    """Refuse a device torch does not know or this machine does not have.
+
+    :raises ConfigError: naming ``key`` and the devices there are.
+    """
+    if device == "cpu":
+        return
+    import torch  # (lazy: a config is read and checked without torch)
+
+    available = ["cpu"]
+    if torch.cuda.is_available():
+        available += ["cuda", *(f"cuda:{i}" for i in range(torch.cuda.device_count()))]
+    if torch.backends.mps.is_available():
+        available.append("mps")
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ConfigError(f"{key}: unknown device {device!r} (valid choices: {', '.join(available)})") from None
+    usable = parsed.type == "cpu" or (parsed.type == "cuda" and torch.cuda.is_available() and (parsed.index or 0) < torch.cuda.device_count())
+    usable = usable or (parsed.type == "mps" and torch.backends.mps.is_available())
+    if not usable:
+        raise ConfigError(f"{key}: {device!r} is not available on this machine (valid choices: {', '.join(available)})")
