@@ -74,11 +74,11 @@ def main() -> None:
         trainer.collected_frames = frames
         bare = per_call(lambda: backend.save(trainer.state_dict(), frames), args.repeats // 10)
 
-        # -- the boundary checks: the chain of a data hook, and the check of the logging hooks' results, against pluggy's call
+        # -- the boundary checks: the chain of a data hook, and the logging hooks called in turn, against pluggy's call
         pm, hook, batch = trainer.plugin_manager, trainer.plugin_manager.hook, TensorDict({"observation": torch.zeros(8, 32, 4)}, [8, 32])
         chain = per_call(lambda: pm.call_chain("rl_process_optim_batch", TensorDict, trainer=trainer, batch=batch), args.repeats)
         plain_chain = per_call(lambda: hook.rl_process_optim_batch(trainer=trainer, batch=batch), args.repeats)
-        each = per_call(lambda: pm.results("rl_post_steps_log", hook.rl_post_steps_log(trainer=trainer, batch=batch), dict), args.repeats)
+        each = per_call(lambda: pm.call_collecting("rl_post_steps_log", dict, trainer=trainer, batch=batch), args.repeats)
         plain_each = per_call(lambda: hook.rl_post_steps_log(trainer=trainer, batch=batch), args.repeats)
         chain_calls, each_calls = batches + steps, 2 * batches + steps
 
@@ -95,7 +95,7 @@ def main() -> None:
         ("checkpoint checksum (CRC-32 of the state)", checksum, checkpoints),
         ("non-finite scan of the model and optimizer, wait for the loggers (a save vs the backend's)", max(full - bare, 0.0), checkpoints),
         ("data-hook chain (call_chain vs pluggy's call)", chain - plain_chain, chain_calls),
-        ("logging-hook results check (results vs pluggy's call alone)", each - plain_each, each_calls),
+        ("logging-hook call in turn (call_collecting vs pluggy's call)", each - plain_each, each_calls),
         ("logger guard: a queued write vs a direct one", queued - plain_log, log_calls),
         ("logger guard: waiting for the loggers before a checkpoint", wait, checkpoints),
     ]

@@ -91,3 +91,11 @@ def test_a_state_the_safe_loader_would_refuse_fails_at_save(tmp_path, value, nam
     with pytest.raises(TypeError, match=rf"cannot checkpoint a value of type \S*{named} at hooks\.mine\.value"):
         backend.save({"hooks": {"mine": {"value": value}}}, 2)
     assert [p.name for p in tmp_path.iterdir()] == ["ckpt-000000000001.pt"]  # the last good one is kept
+
+
+def test_checkpoint_names_grow_past_twelve_digits_and_stay_in_order(tmp_path):
+    backend = TorchCheckpointBackend(tmp_path, keep_last=2)
+    for frames in (999_999_999_999, 10**12, 10**12 + 4096):
+        backend.save({"frames": frames}, frames)
+    assert [p.name for p in backend.checkpoints()] == ["ckpt-1000000000000.pt", "ckpt-1000000004096.pt"]  # the oldest pruned
+    assert backend.load()[1] == {"frames": 10**12 + 4096}

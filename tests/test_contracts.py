@@ -287,7 +287,9 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     ("override", "message"),
     [
         ("trainer.seed=abc", "trainer.seed: expected an integer >= 0 and <= 4294967295 or null, got 'abc'"),
-        ("trainer.optim_steps_per_batch=[1]", "trainer.optim_steps_per_batch: expected an integer >= 1 or null, got [1]"),
+        ("trainer.optim_steps_per_batch=[1]", "trainer.optim_steps_per_batch: expected an integer >= 1 and <= 1000000 or null, got [1]"),
+        ("trainer.frame_skip=1e9", "trainer.frame_skip: expected an integer >= 1 and <= 1000, got 1000000000.0"),
+        ("trainer.total_frames=1e13", "trainer.total_frames: expected an integer >= 1 and <= 1000000000000, got 10000000000000.0"),
         ("algo.value_clip_range=wide", "algo.value_clip_range: expected a number > 0 or null, got 'wide'"),
         ("optim.lr=-1", "optim.lr: expected a number > 0, got -1"),
         ("env.vectorization=threads", "env.vectorization: unknown vectorization 'threads' (valid choices: ale, async, envpool, sync)"),

@@ -193,10 +193,15 @@ def test_a_broken_registry_shows_in_the_listing_and_breaks_nothing_else(with_plu
 @pytest.mark.parametrize(
     ("hostile", "message"),
     [
-        # (the test plugins' hook recorder logs at rl_post_steps_log too: pluggy's results name not which one returned the str)
-        ("log", "training failed: plugin 'hostile-log' (rl-plugin-hostile) or plugin 'hookrecorder' (rl-plugin-hookrecorder) at rl_post_steps_log: TypeError: returned a str; expected a Mapping or None"),
+        ("log", "training failed: plugin 'hostile-log' (rl-plugin-hostile) at rl_post_steps_log: TypeError: returned a str; expected a Mapping or None"),
         ("data", "training failed: plugin 'hostile-data' (rl-plugin-hostile) at rl_batch_process: TypeError: returned a list; expected a TensorDictBase or None"),
         ("loop", "training failed: plugin 'hostile-loop' (rl-plugin-hostile) at rl_post_optim: ZeroDivisionError: the plugin divided by zero"),
+        # a plugin's sys.exit(0) is its failure, not the run's success
+        ("exit", "training failed: plugin 'hostile-exit' (rl-plugin-hostile) at rl_post_steps: RuntimeError: it called sys.exit(0), which ends no run: "
+                 "raise an exception, or call trainer.stop()"),
+        ("overflow", "training failed: plugin 'hostile-overflow' (rl-plugin-hostile) at rl_post_steps_log: ValueError: cannot log "
+                     "'hostile/huge': 10000000000000000000... is too large for a float"),
+        ("optimizer", "training failed: plugin 'hostile-optimizer' (rl-plugin-hostile) at rl_optimizer: TypeError: returned a str; expected a Mapping or None"),
     ],
 )
 def test_a_plugin_breaking_the_loop_is_named_and_the_run_keeps_what_it_had(with_plugins, tmp_path, capsys, monkeypatch, hostile, message):
@@ -205,7 +210,7 @@ def test_a_plugin_breaking_the_loop_is_named_and_the_run_keeps_what_it_had(with_
     run = tmp_path / "run"
     code, err = cli(capsys, *TOY, "--out", str(run), "--set", "trainer.save_trainer_interval=64")
     assert code == 1 and err.splitlines()[-1] == f"rlctl: error: {message}" and "a second line" not in err
-    if hostile == "loop":  # it raised in the second batch: the first one's checkpoint and metrics are there
+    if hostile in ("loop", "exit"):  # it raised in the second batch: the first one's checkpoint and metrics are there
         assert [p.name for p in (run / "checkpoints").iterdir()] == ["ckpt-000000000064.pt"]
         assert {r["frames"] for r in rows(run)} == {"64", "128"}
 
@@ -217,15 +222,15 @@ def test_a_plugin_breaking_the_loop_is_named_and_the_run_keeps_what_it_had(with_
     ("args", "message"),
     [
         (["--set", "env.num_envs=0"], "env.num_envs: expected an integer >= 1, got 0"),
-        (["--set", "collector.frames_per_batch=0"], "collector.frames_per_batch: expected an integer >= 1, got 0"),
+        (["--set", "collector.frames_per_batch=0"], "collector.frames_per_batch: expected an integer >= 1 and <= 100000000, got 0"),
         (["--set", "collector.frames_per_batch=100"], "collector.frames_per_batch: 100 is not a multiple of env.num_envs=8"),
         (["--set", "checkpoint.keep_last=0"], "checkpoint.keep_last: expected an integer >= 1, got 0"),
         (["--set", "optim.lr=-1"], "optim.lr: expected a number > 0, got -1"),
         (["--set", "optim.lr=.inf"], "optim.lr: expected a number > 0, got inf"),
         (["--set", "algo.gamma=.nan"], "algo.gamma: expected a number > 0 and <= 1, got nan"),
         (["--set", "algo.epochs=0"], "algo.epochs: expected an integer >= 1, got 0"),
-        (["--set", "trainer.frame_skip=0"], "trainer.frame_skip: expected an integer >= 1, got 0"),
-        (["--frames", "-5"], "trainer.total_frames: expected an integer >= 1, got -5"),
+        (["--set", "trainer.frame_skip=0"], "trainer.frame_skip: expected an integer >= 1 and <= 1000, got 0"),
+        (["--frames", "-5"], "trainer.total_frames: expected an integer >= 1 and <= 1000000000000, got -5"),
         (["--set", "trainer.device=bogus"], "trainer.device: unknown device 'bogus' (valid choices: cpu)"),
         (["--set", "trainer.device=cuda:7"], "trainer.device: 'cuda:7' is not available on this machine (valid choices: cpu)"),
         (["--set", "env.kwargs.gravity=3"], "env.kwargs.gravity: CartPole-v1 takes no such argument (valid choices: sutton_barto_reward, render_mode, "
@@ -475,3 +480,111 @@ def test_usage_errors_are_one_line_with_where_the_help_is(capsys):
     assert (code, err) == (2, "rlctl: error: config show: no algorithm is loaded (pip install rl-plugin-pg for PPO and more; rlctl plugins list shows what is installed)\n")
     code, err = cli(capsys, "--no-plugin", "rl-plugin-video", "eval", ".", "--video")
     assert code == 2 and err.splitlines()[-1] == "rlctl: eval --video comes with rl-plugin-video: pip install rl-plugin-video"
+
+
+def test_a_path_option_naming_the_run_directory_itself_is_refused(with_plugins, tmp_path, capsys):
+    for bad in (".", "./", ""):
+        code, err = cli(capsys, *TOY, "--frames", "64", "--out", str(tmp_path / "run"), "--set", f"loggers.csv.filename='{bad}'")
+        assert code == 2 and err.strip().splitlines() == [
+            f"rlctl: error: loggers.csv.filename: expected a relative path inside the run directory, not config.yaml, .rlcore-run or checkpoints, got {bad!r}"
+        ], err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_new_run_that_fails_in_its_first_batch_leaves_no_directory_and_runs_again(toy_pm, tmp_path):
+    class FailsOnce:
+        failed = False
+
+        @rlcore.hookimpl
+        def rl_post_steps(self) -> None:
+            if not FailsOnce.failed:
+                FailsOnce.failed = True
+                raise RuntimeError("the first batch failed")
+
+    config = {"algo": {"name": "toy"}, "trainer": {"seed": 1, "total_frames": 128}}
+    trainer = rlcore.build_trainer(config, run_dir=tmp_path / "run", plugin_manager=toy_pm)
+    trainer.register_plugin(FailsOnce(), "fails-once")
+    with pytest.raises(RuntimeError, match="the first batch failed"):
+        trainer.train()
+    assert not (tmp_path / "run").exists()  # nothing was trained or logged: the same command can run again
+    again = rlcore.build_trainer(config, run_dir=tmp_path / "run", plugin_manager=toy_pm)
+    again.train()
+    assert again.collected_frames == 128 and (tmp_path / "run" / "metrics.csv").exists()
+
+
+def test_a_resume_refused_as_it_starts_leaves_the_config_as_it_was(with_plugins, tmp_path, capsys, monkeypatch):
+    """A plugin that refuses the resumed run at rl_setup (its option check, or anything it raises) leaves config.yaml alone:
+    the next plain --resume trains with the run's values, not the refused ones."""
+    run = tmp_path / "run"
+    assert cli(capsys, *TOY, "--frames", "64", "--out", str(run))[0] == 0
+    before = (run / "config.yaml").read_text()
+
+    class Refuses:
+        @rlcore.hookimpl
+        def rl_setup(self, trainer) -> None:
+            if trainer.config["optim"]["lr"] == 0.5:
+                raise rlcore.ConfigError("optim.lr: 0.5 is refused by this plugin")
+
+    pm = rlcore.get_plugin_manager(block=["broken", "badhook", "badsig"])
+    pm.add_plugin(Refuses(), "refuses")
+    config = rlcore.load_config(run / "config.yaml", overrides=["optim.lr=0.5", "trainer.total_frames=128"], plugin_manager=pm)
+    trainer = rlcore.build_trainer(config, run_dir=run, plugin_manager=pm, resume=True)
+    with pytest.raises(rlcore.ConfigError, match="refused by this plugin"):
+        trainer.train()
+    assert (run / "config.yaml").read_text() == before  # lr as it was
+    config = rlcore.load_config(run / "config.yaml", overrides=["trainer.total_frames=128"], plugin_manager=pm)
+    trainer = rlcore.build_trainer(config, run_dir=run, plugin_manager=pm, resume=True)
+    trainer.train()  # the run's own lr: the plugin lets it through
+    assert trainer.collected_frames == 128 and "total_frames: 128" in (run / "config.yaml").read_text()
+
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (BOMB, "not valid YAML at line 6: it stands for more than 100000 values (aliases expanded)"),
+        ("trainer:\n  seed: " + "7" * 5000 + "\n", "not valid YAML: Exceeds the limit (4300 digits) for integer string conversion"),
+        ("env: " + "[" * 2000 + "]" * 2000 + "\n", "nested too deep to be a config"),
+    ],
+    ids=["alias-bomb", "5000-digits", "nested-2000-deep"],
+)
+def test_a_hostile_config_file_is_one_line_and_exit_2(tmp_path, capsys, content, message):
+    config = tmp_path / "hostile.yaml"
+    config.write_text(content)
+    code, err = cli(capsys, "train", str(config), "--out", str(tmp_path / "run"))
+    assert code == 2 and len(err) < 300 and err.count("\n") == 1, err[:500]
+    assert err.startswith(f"rlctl: error: {config}: {message}"), err
+
+
+def test_an_endless_file_or_hostile_values_are_one_line_and_exit_2(tmp_path, capsys):
+    code, err = cli(capsys, "train", "/dev/zero", "--out", str(tmp_path / "run"))
+    assert (code, err) == (2, "rlctl: error: /dev/zero: larger than 1 MiB, which no config is\n")
+    code, err = cli(capsys, "train", "--algo", "ppo", "--set", "trainer.seed=" + "7" * 5000, "--out", str(tmp_path / "run"))
+    assert code == 2 and len(err) < 300 and err.startswith("rlctl: error: trainer.seed: expected an integer >= 0 and <= 4294967295 or null, got '7777"), err
+    code, err = cli(capsys, "train", "--algo", "ppo", "--set", "env.kwargs=" + BOMB.replace("\n", ", ").join("{}"), "--out", str(tmp_path / "run"))
+    assert code == 2 and len(err) < 300, err[:500]
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("trainer.device=cpu:99", "trainer.device: 'cpu:99' is not available on this machine (valid choices: cpu"),
+        ("hooks.replay_buffer.beta=5", "hooks.replay_buffer.beta: expected a number >= 0 and <= 1, got 5"),
+        ("hooks.replay_buffer.batch_size=2000000", "hooks.replay_buffer.batch_size: 2000000 is more than the capacity 100000: a sample would repeat items"),
+        ("loggers.tensorboard.flush_secs=-1", "loggers.tensorboard.flush_secs: expected a number > 0, got -1"),
+        ("collector.frames_per_batch=1e12", "collector.frames_per_batch: expected an integer >= 1 and <= 100000000, got 1000000000000.0"),
+    ],
+)
+def test_nonsense_that_was_accepted_is_one_line_and_exit_2(tmp_path, capsys, override, message):
+    pytest.importorskip("rl_plugin_dqn")
+    pytest.importorskip("rl_plugin_tensorboard")
+    code, err = cli(capsys, "train", "--algo", "dqn", "--set", override, "--out", str(tmp_path / "run"))
+    assert code == 2 and err.count("\n") == 1 and err.startswith(f"rlctl: error: {message}"), err
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_out_name_too_long_is_one_line_and_exit_2(tmp_path, capsys):
+    code, err = cli(capsys, "train", "--algo", "ppo", "--out", str(tmp_path / ("x" * 300)))
+    assert code == 2 and err.count("\n") == 1 and err.endswith(": cannot be used (File name too long)\n"), err

@@ -617,3 +617,26 @@ def test_a_trainer_shut_down_without_training_frees_its_run_directory(toy_pm, tm
     again = rlcore.build_trainer(config, run_dir=tmp_path / "run", plugin_manager=toy_pm, force=True)  # not held by the first
     again.train()
     assert again.collected_frames == 128
+
+
+def test_resuming_a_finished_run_logs_no_row_twice(toy_pm, tmp_path):
+    """The means pending at the end are logged, then checkpointed as logged (the last checkpoint, of the same frame count,
+    held them pending: a resume of the finished run logged them again)."""
+    trainer = make_trainer(toy_pm, tmp_path, total_frames=256, log_interval=1000, save_trainer_interval=256)
+    trainer.train()
+    rows = [(r["frames"], r["name"]) for r in metrics(tmp_path)]
+    assert ("256", "loss/objective") in rows  # a pending mean, logged at the end
+    again = make_trainer(toy_pm, tmp_path, resume=True, total_frames=256, log_interval=1000, save_trainer_interval=256)
+    again.train()  # nothing left to train
+    assert [(r["frames"], r["name"]) for r in metrics(tmp_path)] == rows
+
+
+def test_a_newest_checkpoint_of_another_algorithm_is_skipped_with_a_warning(toy_pm, tmp_path):
+    """A checkpoint that does not fit the run (another algorithm's, copied there) is skipped as an unreadable one is."""
+    trainer = make_trainer(toy_pm, tmp_path, total_frames=128, save_trainer_interval=64)
+    trainer.train()
+    newest = tmp_path / "checkpoints" / "ckpt-000000000192.pt"
+    torch.save({"loss_module": {"another": torch.zeros(3)}, "counters": {"collected_frames": 192, "batches": 3, "optim_steps": 6}}, newest)
+    with pytest.warns(UserWarning, match=rf"skipping checkpoint {newest}: it does not fit this run \(Error\(s\) in loading state_dict"):
+        resumed = make_trainer(toy_pm, tmp_path, resume=True, total_frames=256)
+    assert resumed.resumed_from == tmp_path / "checkpoints" / "ckpt-000000000128.pt" and resumed.collected_frames == 128

@@ -8,11 +8,16 @@ Three kinds of hooks run inside the loop:
 
 - *data* hooks (``rl_batch_process``, ``rl_process_optim_batch``) chain: each
   implementation receives the previous one's output; returning ``None`` keeps the batch
-  as it was (it may have been changed in place). The trainer calls them as a chain (their
-  specs are ``firstresult``, so that a wrapper sees one batch, the final one);
+  as it was (it may have been changed in place);
 - *logging* hooks return a ``dict`` of values (or ``None``); the key ``log_pbar`` (bool)
   also shows that dict's values on the progress bar;
 - *operation* hooks return nothing.
+
+The trainer runs the plain implementations of the data hooks, the logging hooks and
+``rl_optimizer`` itself, in pluggy's order inside pluggy's call, so that it checks each
+result as it comes and knows which plugin returned it. Their specs are ``firstresult``
+only so that a wrapper receives one value: the final batch, or the list of results (as
+pluggy's own call would give it).
 
 Registry hooks let a plugin contribute named factories; they are called without a
 trainer and must stay light (import heavy libraries inside the factories).
@@ -137,7 +142,7 @@ def rl_batch_process(trainer: Trainer, batch: TensorDictBase) -> TensorDictBase 
     """
 
 
-@hookspec
+@hookspec(firstresult=True)
 def rl_pre_steps_log(trainer: Trainer, batch: TensorDictBase) -> dict[str, Any] | None:
     """Return values to log about the processed batch, before optimisation (logging hook).
 
@@ -178,7 +183,7 @@ def rl_post_loss(trainer: Trainer, batch: TensorDictBase, losses: TensorDictBase
     """
 
 
-@hookspec
+@hookspec(firstresult=True)
 def rl_optimizer(trainer: Trainer, losses: TensorDictBase) -> dict[str, Any] | None:
     """Perform the optimizer step for ``losses``.
 
@@ -205,7 +210,7 @@ def rl_post_optim(trainer: Trainer) -> None:
     """
 
 
-@hookspec
+@hookspec(firstresult=True)
 def rl_post_optim_log(trainer: Trainer, batch: TensorDictBase) -> dict[str, Any] | None:
     """Return values to log after each optimizer step (logging hook).
 
@@ -226,7 +231,7 @@ def rl_post_steps(trainer: Trainer) -> None:
     """
 
 
-@hookspec
+@hookspec(firstresult=True)
 def rl_post_steps_log(trainer: Trainer, batch: TensorDictBase) -> dict[str, Any] | None:
     """Return values to log once the batch is done (logging hook).
 

@@ -122,7 +122,10 @@ def build_trainer(
             _resume(trainer)
         if run is not None:
             run.commit()
-            save_config(config, run.path / CONFIG_FILE)
+            if resume:  # the resumed run's config replaces the one there once the run has started, not before
+                trainer.register_plugin(_ConfigWriter(config, run.path / CONFIG_FILE), "rlcore.config")
+            else:
+                save_config(config, run.path / CONFIG_FILE)
             _add_loggers(trainer, config, run.path, pm, resumed=resume)
     except BaseException:
         if trainer is not None:
@@ -143,10 +146,23 @@ def build_trainer(
     return trainer
 
 
+class _ConfigWriter:
+    """Writes a resumed run's config once every ``rl_setup`` check has passed (it is ``trylast``): a resume refused
+    as it starts (a plugin's check of its options) leaves the run's ``config.yaml`` as it was."""
+
+    def __init__(self, config: Mapping[str, Any], path: Path) -> None:
+        self.config, self.path = config, path
+
+    @hookimpl(trylast=True)
+    def rl_setup(self) -> None:
+        save_config(self.config, self.path)
+
+
 def _release(run: RunDirectory, trainer: Trainer, resumed: bool, failure: BaseException | None) -> None:
-    """Release the run directory once the run has ended and its loggers are closed. A fresh run refused before its
-    first batch (a hook's check of its options at ``rl_setup``) is abandoned: it leaves no run directory behind."""
-    if isinstance(failure, ConfigError) and trainer.batches == 0 and not resumed:
+    """Release the run directory once the run has ended and its loggers are closed. A fresh run that failed before its
+    first batch ended (a hook's check of its options at ``rl_setup``, a plugin that raised) is abandoned: it leaves no
+    run directory behind, and the same command can run again."""
+    if failure is not None and trainer.batches == 0 and not resumed:
         run.abandon()
     else:
         run.release()

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 import yaml
 
-from .._kernel.errors import ConfigError
+from .._kernel.errors import ConfigError, first_line, shown
 from .._kernel.manager import PluginManager, get_plugin_manager
 from .._kernel.options import REQUIRED, ImportPath, Range, options_of, validate_options
 from ..hookspecs import LIFECYCLE_HOOKS, LOOP_HOOKS, REGISTRIES
@@ -30,6 +30,8 @@ PLUGINS_KEY = "plugins"
 
 Positive = Annotated[int, Range(ge=1)]
 NonNegative = Annotated[int, Range(ge=0)]
+#: A count of frames (10^12 frames, thirty years at a thousand frames a second, is beyond any run)
+Frames = Annotated[int, Range(ge=1, le=10**12)]
 
 
 @dataclass
@@ -61,7 +63,7 @@ class CollectorSection:
     """
 
     name: str = "local"
-    frames_per_batch: Positive = 512
+    frames_per_batch: Annotated[int, Range(ge=1, le=10**8)] = 512
 
 
 #: The arguments the kernel gives a collector factory itself (not options of the ``collector`` section).
@@ -109,17 +111,17 @@ class TrainerSection:
     :param profile: time every hook of every plugin and the loop's parts; print a table at the end (``--profile``).
     """
 
-    total_frames: Positive = 100_000
-    frame_skip: Positive = 1
-    optim_steps_per_batch: Positive | None = None
+    total_frames: Frames = 100_000
+    frame_skip: Annotated[int, Range(ge=1, le=1000)] = 1
+    optim_steps_per_batch: Annotated[int, Range(ge=1, le=10**6)] | None = None
     clip_grad_norm: bool = True
     clip_norm: Annotated[float, Range(gt=0)] | None = None
     seed: Annotated[int, Range(ge=0, le=2**32 - 1)] | None = None
-    log_interval: NonNegative = 1
-    save_trainer_interval: Positive = 10_000
+    log_interval: Annotated[int, Range(ge=0, le=10**12)] = 1
+    save_trainer_interval: Frames = 10_000
     progress_bar: bool = True
     device: str = "cpu"
-    num_threads: Positive | None = 1
+    num_threads: Annotated[int, Range(ge=1, le=1024)] | None = 1
     logger_timeout: Annotated[float, Range(gt=0)] = 10.0
     max_batches: Positive | None = None
     max_episodes: Positive | None = None
@@ -173,10 +175,9 @@ def yaml_loader() -> type:
     PyYAML follows YAML 1.1, where a float needs a dot (``3.0e-4``) and ``1e6`` is a string.
     """
 
-
     class Loader(yaml.SafeLoader):
         def construct_document(self, node: Any) -> Any:
-            _refuse_duplicate_keys(node, set())  # on the document as written, before merge keys (<<) are expanded
+            _checked(node, {})  # on the document as written, before merge keys (<<) are expanded
             return super().construct_document(node)
 
     exponent = re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
@@ -184,25 +185,33 @@ def yaml_loader() -> type:
     return Loader
 
 
-def _refuse_duplicate_keys(node: Any, seen: set[int]) -> None:
-    """Raise a YAML error at the second of two equal scalar keys of a mapping (same tag and text) in ``node``'s tree."""
+#: The largest config file read.
+MAX_BYTES = 2**20
+#: The most values a config file may stand for, its aliases expanded (an "alias bomb" of a few hundred bytes stands for billions).
+MAX_VALUES = 100_000
 
-    if id(node) in seen:  # an alias of a node already walked
-        return
-    seen.add(id(node))
+
+def _checked(node: Any, sizes: dict[int, int]) -> int:
+    """How many values ``node`` stands for, its aliases expanded (each node counted once: ``sizes``); a YAML error at the
+    second of two equal scalar keys of a mapping (same tag and text), or past :data:`MAX_VALUES`."""
+    if id(node) in sizes:  # an alias of a node already counted
+        return sizes[id(node)]
+    size = 1
     if isinstance(node, yaml.MappingNode):
         first: dict[tuple[str, str], Any] = {}
         for key, value in node.value:
             if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
                 mark = first.setdefault((key.tag, key.value), key.start_mark)
                 if mark is not key.start_mark:
-                    problem = f"duplicate key {key.value!r} (first at line {mark.line + 1})"
+                    problem = f"duplicate key {shown(key.value)} (first at line {mark.line + 1})"
                     raise yaml.constructor.ConstructorError(None, None, problem, key.start_mark)
-            _refuse_duplicate_keys(key, seen)
-            _refuse_duplicate_keys(value, seen)
+            size += _checked(key, sizes) + _checked(value, sizes)
     elif isinstance(node, yaml.SequenceNode):
-        for item in node.value:
-            _refuse_duplicate_keys(item, seen)
+        size += sum(_checked(item, sizes) for item in node.value)
+    if size > MAX_VALUES:
+        raise yaml.constructor.ConstructorError(None, None, f"it stands for more than {MAX_VALUES} values (aliases expanded)", node.start_mark)
+    sizes[id(node)] = size
+    return size
 
 
 def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -213,7 +222,11 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
 
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)  # (not read whole: /dev/zero, or a log given by mistake)
+        if len(raw) > MAX_BYTES:
+            raise ConfigError(f"{path}: larger than {MAX_BYTES // 2**20} MiB, which no config is")
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise ConfigError(f"{path}: cannot read config file ({getattr(err, 'strerror', None) or err})") from None
     try:
@@ -222,6 +235,10 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"{path}: not valid YAML{where}: {getattr(err, 'problem', None) or err}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deep to be a config") from None
+    except ValueError as err:  # a number beyond Python's conversion limit (4300 digits)
+        raise ConfigError(f"{path}: not valid YAML: {first_line(err)[:120]}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of sections ({', '.join(SECTIONS)})")
     return data
@@ -235,7 +252,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         raise ConfigError(f"--set {text!r}: expected KEY=VALUE, e.g. trainer.total_frames=50000")
     try:
         value = yaml.load(raw, Loader=yaml_loader()) if raw.strip() else ""
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError, ValueError):  # (not YAML, nested too deep, a number of 5,000 digits: the text)
         value = raw
     return key.strip().split("."), value
 

@@ -23,7 +23,11 @@ def check_device(device: str, key: str) -> None:
         parsed = torch.device(device)
     except (RuntimeError, TypeError):
         raise ConfigError(f"{key}: unknown device {device!r} (valid choices: {', '.join(available)})") from None
-    usable = parsed.type == "cpu" or (parsed.type == "cuda" and torch.cuda.is_available() and (parsed.index or 0) < torch.cuda.device_count())
-    usable = usable or (parsed.type == "mps" and torch.backends.mps.is_available())
+    index = parsed.index or 0
+    usable = (
+        (parsed.type == "cpu" and index == 0)
+        or (parsed.type == "cuda" and torch.cuda.is_available() and index < torch.cuda.device_count())
+        or (parsed.type == "mps" and torch.backends.mps.is_available())
+    )
     if not usable:
         raise ConfigError(f"{key}: {device!r} is not available on this machine (valid choices: {', '.join(available)})")

@@ -154,7 +154,6 @@ def gymnasium_id(env_id: str) -> str | None:
     :raises ConfigError: when the module of ``module:EnvId`` cannot be imported.
     """
 
-
     import gymnasium  # (lazy: see env_maker)
 
     _headless_rendering()  # before an env's module is imported (MuJoCo reads MUJOCO_GL then)

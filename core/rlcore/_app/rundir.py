@@ -44,17 +44,20 @@ class RunDirectory:
         self.created = False
         self.committed = False
         self._fd: int | None = None
-        is_run = is_run_directory(self.path)
-        if self.path.exists() and not self.path.is_dir():
+        try:
+            is_run, exists = is_run_directory(self.path), self.path.exists()
+        except OSError as err:  # a name too long, a part of it not a directory
+            raise RunDirectoryError(f"{str(self.path)[:80]}{'...' if len(str(self.path)) > 80 else ''}: cannot be used ({err.strerror or err})") from None
+        if exists and not self.path.is_dir():
             raise RunDirectoryError(f"{self.path}: not a directory")
         if resume and not is_run:
             raise RunDirectoryError(f"--resume {self.path}: not an rl-core run directory")
-        if not resume and self.path.exists() and any(self.path.iterdir()):
+        if not resume and exists and any(self.path.iterdir()):
             if not is_run:
                 raise RunDirectoryError(f"{self.path}: exists and is not an rl-core run directory; choose a new or empty one")
             if not force:
                 raise RunDirectoryError(f"{self.path}: already holds a run; --resume it, or start it afresh with --force")
-        if not self.path.exists():
+        if not exists:
             try:
                 self.path.mkdir(parents=True)
             except OSError as err:

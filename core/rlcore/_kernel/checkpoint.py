@@ -73,7 +73,7 @@ class CheckpointBackend:
         """The checkpoints present, oldest first."""
         if not self.directory.is_dir():
             return []
-        pattern = re.compile(rf"ckpt-(\d{{12}}){re.escape(self.suffix)}$")
+        pattern = re.compile(rf"ckpt-(\d{{12,}}){re.escape(self.suffix)}$")  # (12 digits, more past 10^12 frames)
         found = [(int(m.group(1)), p) for p in self.directory.iterdir() if (m := pattern.match(p.name))]
         return [p for _, p in sorted(found)]
 

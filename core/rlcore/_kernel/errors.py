@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import reprlib
+from typing import Any
+
+_SHOWN = reprlib.Repr()  # (keyword arguments from Python 3.12 only)
+_SHOWN.maxlevel, _SHOWN.maxdict, _SHOWN.maxlist, _SHOWN.maxtuple, _SHOWN.maxset = 3, 6, 6, 6, 6
+_SHOWN.maxstring, _SHOWN.maxlong, _SHOWN.maxother = 80, 40, 80
+
 
 class RLCoreError(Exception):
     """Base class of rl-core's own errors."""
@@ -34,3 +41,12 @@ def one_line(err: BaseException) -> str:
         return type(err).__name__
     text = lines[0] if len(lines) == 1 else f"{lines[0]}: {lines[-1]}"
     return f"{type(err).__name__}: {text}"
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` cut to a bounded length, computed in bounded time (a config's value in a message: an alias bomb's
+    expansion, a 5,000-digit integer)."""
+    try:
+        return _SHOWN.repr(value)
+    except ValueError:  # an integer past the conversion limit of int -> str
+        return f"<an integer of {value.bit_length()} bits>"

@@ -17,7 +17,7 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from importlib import metadata, resources
 from typing import Any, TypeVar
@@ -388,29 +388,64 @@ class PluginManager(pluggy.PluginManager):
     def call_chain(self, hook_name: str, expected: type, **kwargs: Any) -> Any:
         """Call a data hook so that each implementation receives the previous one's ``batch`` (a chain).
 
-        pluggy calls every implementation with the same arguments; a chain is the one calling style rl-core adds.
-        The plain implementations run in pluggy's order inside one function, which pluggy calls with the
-        hook's wrappers around it (:meth:`pluggy.HookCaller.call_extra`): wrappers of either style see the
-        original input and the final output, and one that returns ``None`` leaves the output as it is.
-
-        :param hook_name: the data hook (its spec is ``firstresult``: a wrapper sees one batch).
+        :param hook_name: the data hook.
         :param expected: the type an implementation may return besides ``None`` (a ``TypeError`` naming it otherwise).
-        :return: the last output that was not ``None``, or the input.
+        :return: the last output that was not ``None``, or the input (or what a wrapper made of it).
+        """
+
+        def chain(impl: pluggy.HookImpl, out: Any) -> None:
+            kwargs["batch"] = out
+
+        return self._call_in_turn(hook_name, expected, kwargs, chain)
+
+    def call_collecting(self, hook_name: str, expected: type, **kwargs: Any) -> list[tuple[str | None, Any]]:
+        """Call a hook whose results the trainer takes one by one (a logging hook, ``rl_optimizer``), each with its plugin.
+
+        A wrapper receives the list of results, as from pluggy's own call, and may return another list.
+
+        :param hook_name: the hook.
+        :param expected: the type an implementation may return besides ``None`` (a ``TypeError`` naming it otherwise).
+        :return: ``(plugin name, result)`` of each result (the plugin ``None`` for one a wrapper added).
+        """
+        named: dict[int, str] = {}
+        values: list[Any] = []
+
+        def collect(impl: pluggy.HookImpl, out: Any) -> None:
+            named[id(out)] = impl.plugin_name
+            values.append(out)
+
+        out = self._call_in_turn(hook_name, expected, kwargs, collect, values)
+        for value in out:
+            if id(value) not in named and not isinstance(value, expected):
+                raise _marked(_wrong_type(value, expected), self, None, f"at {hook_name}")
+        return [(named.get(id(value)), value) for value in out]
+
+    def _call_in_turn(
+        self, hook_name: str, expected: type, kwargs: dict[str, Any], take: Callable[[pluggy.HookImpl, Any], None], results: Any = None
+    ) -> Any:
+        """pluggy's call of ``hook_name`` with its wrappers around one function that runs the plain implementations in
+        pluggy's order, each result that is not ``None`` checked and handed to ``take`` as it comes: the calling style
+        pluggy has not, for the hooks whose results the trainer chains (data hooks) or takes with their plugin (their
+        specs are ``firstresult``, so that a wrapper receives one value: the batch, or the list of results).
+
+        :param results: what the function returns to the wrappers (the list ``take`` fills); default the chained ``batch``.
+        :return: what the call returned (a wrapper may return another value).
         """
         plain, wrappers = self._split(hook_name)
-        chained = [kwargs["batch"]]
 
-        def chain(trainer: Any, batch: Any) -> Any:
+        def in_turn() -> Any:
             for impl in plain:
                 out = impl.function(*[kwargs[name] for name in impl.argnames])
                 if out is not None:
                     if not isinstance(out, expected):
                         raise _marked(_wrong_type(out, expected), self, impl.plugin_name, f"at {hook_name}")
-                    kwargs["batch"] = chained[0] = out
-            return chained[0]
+                    take(impl, out)
+            return kwargs["batch"] if results is None else results
 
-        out = wrappers.call_extra([chain], kwargs)
-        return chained[0] if out is None else out
+        out = wrappers.call_extra([in_turn], kwargs)
+        if results is None:
+            return kwargs["batch"] if out is None else out
+        return results if out is None else out
 
     def _split(self, hook_name: str) -> tuple[list[pluggy.HookImpl], pluggy.HookCaller]:
         """The plain implementations of a hook in call order, and a caller of its wrappers alone (kept until the next registration)."""
@@ -443,19 +478,9 @@ class PluginManager(pluggy.PluginManager):
         if first is not None:
             raise first
 
-    def results(self, hook_name: str, results: Iterable[Any], expected: type) -> list[Any]:
-        """The results of a pluggy call of ``hook_name``, checked to be ``expected`` (results come combined, outside the call).
-
-        :raises TypeError: naming the plugin that returned something else (or the plugins that may have, when
-            several implement the hook and their results cannot be told apart).
-        """
-        checked = list(results)
-        for out in checked:
-            if not isinstance(out, expected):
-                candidates = [impl.plugin_name for impl in self._split(hook_name)[0]]
-                ours = [n for n in candidates if not n.startswith(f"{PROJECT}.") or n.startswith(f"{PROJECT}.op")]
-                raise _marked(_wrong_type(out, expected), self, ours[0] if len(ours) == 1 else None, f"at {hook_name}", ours)
-        return checked
+    def returned_by(self, plugin: str | None, hook_name: str, error: E) -> E:
+        """``error``, about what ``plugin``'s implementation of ``hook_name`` returned (a value no logger takes), noted so."""
+        return _marked(error, self, plugin, f"at {hook_name}")
 
     def blame(self, error: BaseException) -> pluggy.HookImpl | None:
         """Note on ``error`` which plugin raised it (read back by :func:`where_failed`), from its traceback: the hook
@@ -482,20 +507,17 @@ class PluginManager(pluggy.PluginManager):
         return None
 
 
-def _marked(error: E, pm: PluginManager, plugin: str | None, doing: str, candidates: Iterable[str] = ()) -> E:
+def _marked(error: E, pm: PluginManager, plugin: str | None, doing: str) -> E:
     """``error``, noted with which plugin raised it doing what (``at rl_post_steps``, ``making hook 'x'``), unless noted already
     (the innermost note stays).
 
     The kernel's stand-ins (``rlcore.loss_module``, an op's ``rlcore.op...``) and ``plugin=None`` (code the loop calls outside
-    hooks: the loss module, the envs) give way to the plugin whose code raised it, from its traceback; ``candidates`` name the
-    plugins that may have, when that cannot be told.
+    hooks: the loss module, the envs) give way to the plugin whose code raised it, from its traceback.
     """
     if getattr(error, "rlcore_where", None) is None and not isinstance(error, (KeyboardInterrupt, SystemExit)):
         label = _label(pm, plugin) if plugin is not None else None
         if plugin is None or plugin.startswith(f"{PROJECT}."):
             label = _raised_in(pm, error) or label
-        if label is None and candidates:  # (pluggy's results say not which implementation returned which)
-            label = " or ".join(_label(pm, name) for name in candidates)
         if label is not None:
             with contextlib.suppress(AttributeError):  # an exception type without a __dict__
                 error.rlcore_where = f"{label} {doing}".strip()  # type: ignore[attr-defined]

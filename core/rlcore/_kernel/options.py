@@ -30,7 +30,7 @@ from pathlib import Path, PurePath
 from typing import Annotated, Any, Literal, Union
 
 from .contracts import OWN_ENTRIES
-from .errors import ConfigError
+from .errors import ConfigError, shown
 
 #: The default of an option that has none (a required option).
 REQUIRED: Any = inspect.Parameter.empty
@@ -76,7 +76,8 @@ class InsideRunDir:
 
     def __contains__(self, value: str) -> bool:
         path = PurePath(value)
-        return bool(value.strip()) and not path.is_absolute() and ".." not in path.parts and not (path.parts and path.parts[0] in OWN_ENTRIES)
+        named = bool(value.strip()) and bool(path.parts)  # ("", " ", "." and "./" name no entry of it)
+        return named and not path.is_absolute() and ".." not in path.parts and path.parts[0] not in OWN_ENTRIES
 
 
 #: A path inside the run directory, relative to it (``metrics.csv``, ``videos/eval``).
@@ -267,8 +268,8 @@ def check_value(key: str, value: Any, annotation: Any) -> Any:
             check_value(f"{key}.{name}", item, args[1])
     if _origin(annotation) is Literal or _is_literal_in_union(annotation):
         choices = ", ".join(str(c) for c in _literal_choices(annotation))
-        raise ConfigError(f"{key}: unknown value {value!r} (valid choices: {choices})")
-    raise ConfigError(f"{key}: expected {describe(annotation)}, got {value!r}")
+        raise ConfigError(f"{key}: unknown value {shown(value)} (valid choices: {choices})")
+    raise ConfigError(f"{key}: expected {describe(annotation)}, got {shown(value)}")
 
 
 def describe(annotation: Any) -> str:

@@ -23,9 +23,9 @@ from tqdm import tqdm
 from .. import hookspecs
 from .._markers import hookimpl
 from ..hookspecs import HOOK_POINTS, HookPoint
-from .checkpoint import CheckpointBackend, SingleFileCheckpoint
+from .checkpoint import CheckpointBackend, CheckpointError, SingleFileCheckpoint
 from .contracts import World
-from .errors import error_line
+from .errors import error_line, first_line
 from .guard import DEFAULT_TIMEOUT, GuardedLogger
 from .logger import Gauge, Logger
 from .manager import PluginManager, get_plugin_manager, where_failed
@@ -396,7 +396,10 @@ class Trainer:
         for key, value in values.items():
             if not isinstance(key, str):
                 raise TypeError(f"cannot log {key!r}: a metric's name is a string, got {type(key).__name__}")
-            number = _scalar(value)
+            try:
+                number = _scalar(value)
+            except OverflowError:
+                raise ValueError(f"cannot log {key!r}: {str(value)[:20]}... is too large for a float") from None
             if number is None:
                 if not isinstance(value, (torch.Tensor, np.ndarray)):
                     raise TypeError(f"cannot log {key!r}: expected a number, a tensor or an array, got {type(value).__name__}")
@@ -474,13 +477,16 @@ class Trainer:
                 if problem is not None:
                     self.drop_logger(logger, problem)
 
-    def _log_returned(self, hook_name: str, results: list[Any]) -> None:
-        """Log what each implementation of a logging hook returned (a dict, checked here, at the boundary)."""
-        for result in self.plugin_manager.results(hook_name, results, Mapping):
+    def _log_returned(self, hook_name: str, batch: Any) -> None:
+        """Call a logging hook and log what each implementation returned (a dict, checked at the boundary)."""
+        for plugin, result in self.plugin_manager.call_collecting(hook_name, Mapping, trainer=self, batch=batch):
             values = dict(result)
             pbar = bool(values.pop("log_pbar", False))
             with self.profiler.timed("logging"):
-                self.log(values, log_pbar=pbar)
+                try:
+                    self.log(values, log_pbar=pbar)
+                except (TypeError, ValueError, OverflowError) as err:  # a value no logger takes (a name, a type, 10**400)
+                    raise self.plugin_manager.returned_by(plugin, hook_name, err) from None
 
     def _accumulate(self, losses: Mapping[str, Any], stats: Iterable[Mapping[str, Any]]) -> None:
         """Keep this step's scalar losses and the optimizer statistics of each ``rl_optimizer`` implementation;
@@ -569,19 +575,46 @@ class Trainer:
         return self.checkpoint.save(state, self.collected_frames)
 
     def load_from_file(self, file: str | Path | None = None) -> Path:
-        """Resume from ``file``, or from the newest readable checkpoint of the backend when ``None``.
+        """Resume from ``file``, or from the newest checkpoint of the backend that it can read and that fits this run
+        (another algorithm's, left there, is skipped with a warning, as an unreadable one is).
 
         Loggers are told (:meth:`rlcore.Logger.resume`) so that nothing logged after the checkpoint is doubled.
+
+        :raises CheckpointError: when no checkpoint (or ``file``) can be read.
+        :raises RuntimeError | KeyError | ValueError: why the newest readable checkpoint does not fit, when none does.
         """
         backend = self.checkpoint
         if backend is None:
             factory = self.plugin_manager.factory("checkpoint_backends", "torch")
             backend = factory(directory=Path(file).parent if file else Path("."), keep_last=1)
-        path, state = backend.load(file)
-        self.load_state_dict(state)
-        self.resumed_from = path
-        self._each_logger("resume", self.collected_frames)
-        return path
+        candidates = [Path(file)] if file is not None else list(reversed(backend.checkpoints()))
+        if not candidates:
+            raise CheckpointError(f"no checkpoint in {backend.directory}")
+        skipped: list[str] = []  # said once an older checkpoint fits (when none does, the newest's reason is the error)
+        refused: Exception | None = None
+        for candidate in candidates:
+            try:
+                path, state = backend.load(candidate)
+                self.load_state_dict(state)
+            except CheckpointError as err:
+                if file is not None:
+                    raise
+                warnings.warn(f"skipping unreadable checkpoint {candidate}: {err}", stacklevel=2)
+                continue
+            except (RuntimeError, KeyError, ValueError) as err:  # another run's, or another algorithm's
+                if file is not None:
+                    raise
+                refused = refused or err
+                skipped.append(f"skipping checkpoint {candidate}: it does not fit this run ({first_line(err)})")
+                continue
+            for message in skipped:
+                warnings.warn(message, stacklevel=2)
+            self.resumed_from = path
+            self._each_logger("resume", self.collected_frames)
+            return path
+        if refused is not None:
+            raise refused
+        raise CheckpointError(f"no readable checkpoint in {backend.directory}")
 
     # ------------------------------------------------------------------ the loop
     def train(self) -> None:
@@ -605,13 +638,16 @@ class Trainer:
                 pending, self._pending = self._pending, {}
                 step = self.collected_frames  # (a metric already logged at this frame count keeps its one point)
                 self.log({key: mean for key, (mean, _) in pending.items() if self._last_log.get(key) != step}, force=True)
+                self._last_save = -1  # (a checkpoint of this frame count predates them: save anew, or a resume logs them twice)
             with profiler.timed("checkpoint"):
                 self.save_trainer(force_save=True)
         except BaseException as err:
-            failure = err
-            self.plugin_manager.blame(err)
-            hook.rl_exception(trainer=self, exception=err)
-            raise
+            failure = _ended_by_sys_exit(err) if isinstance(err, SystemExit) else err
+            self.plugin_manager.blame(failure)
+            hook.rl_exception(trainer=self, exception=failure)
+            if failure is err:
+                raise
+            raise failure from err
         finally:
             profiler.wall = time.perf_counter() - tic
             self._failure = failure
@@ -644,7 +680,7 @@ class Trainer:
         finished = getattr(self.collector, "finished_episodes", None)
         self.episodes += self.world.total(len(finished[0]) if finished is not None else 0)  # every process's, as the checkpoint counts them
         batch = pm.call_chain("rl_batch_process", TensorDictBase, trainer=self, batch=batch)
-        self._log_returned("rl_pre_steps_log", hook.rl_pre_steps_log(trainer=self, batch=batch))
+        self._log_returned("rl_pre_steps_log", batch)
         hook.rl_pre_optim_steps(trainer=self)
         self._stop_optim = False
         for j in range(self.optim_steps_per_batch):
@@ -653,16 +689,16 @@ class Trainer:
             with profiler.timed("loss forward"):
                 losses = self.loss_module(sub)
             hook.rl_post_loss(trainer=self, batch=sub, losses=losses)
-            stats = pm.results("rl_optimizer", hook.rl_optimizer(trainer=self, losses=losses), Mapping)
+            stats = [one for _, one in pm.call_collecting("rl_optimizer", Mapping, trainer=self, losses=losses)]
             self.optim_steps += 1
             with profiler.timed("logging"):
                 self._accumulate(losses, stats)
             hook.rl_post_optim(trainer=self)
-            self._log_returned("rl_post_optim_log", hook.rl_post_optim_log(trainer=self, batch=sub))
+            self._log_returned("rl_post_optim_log", sub)
             if self._stop_optim:
                 break
         hook.rl_post_steps(trainer=self)
-        self._log_returned("rl_post_steps_log", hook.rl_post_steps_log(trainer=self, batch=batch))
+        self._log_returned("rl_post_steps_log", batch)
         self.batches += 1
         self._update_pbar()
         with profiler.timed("checkpoint"):
@@ -757,6 +793,12 @@ def clip_grad_norm(params: Iterable[torch.Tensor], max_norm: float | None) -> to
     if max_norm is not None:
         torch._foreach_mul_(grads, torch.clamp(max_norm / (norm + 1e-6), max=1.0))
     return norm
+
+
+def _ended_by_sys_exit(exit: SystemExit) -> RuntimeError:
+    """What a ``sys.exit()`` inside the loop is: a failure of the code that called it (a plugin's), not the run's end."""
+    error = RuntimeError(f"it called sys.exit({exit.code!r}), which ends no run: raise an exception, or call trainer.stop()")
+    return error.with_traceback(exit.__traceback__)
 
 
 def _scalar(value: Any) -> float | None:

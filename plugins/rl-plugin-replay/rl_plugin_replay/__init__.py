@@ -144,8 +144,8 @@ def replay_buffer(
     batch_size: Positive = 256,
     sampler: Literal["uniform", "prioritized"] = "uniform",
     alpha: NonNegative = ALPHA,
-    beta: NonNegative = BETA,
-    beta_end: NonNegative | None = None,
+    beta: Annotated[float, Range(ge=0, le=1)] = BETA,
+    beta_end: Annotated[float, Range(ge=0, le=1)] | None = None,
     priority_eps: Annotated[float, Range(gt=0)] = 1e-6,
     n_step: Positive | None = None,
     gamma: Annotated[float, Range(gt=0, le=1)] | None = None,
@@ -188,6 +188,7 @@ def replay_buffer(
     for excluded in exclude_keys:
         why = f"{excluded!r} is part of the transitions every off-policy loss reads ({', '.join(TRANSITION_KEYS)}); leave out other keys only, such as pixels"
         _check(excluded not in TRANSITION_KEYS, f"{key}.exclude_keys", why)
+    _check(batch_size <= capacity, f"{key}.batch_size", f"{batch_size} is more than the capacity {capacity}: a sample would repeat items")
     cpu = device in (None, "cpu")
     _check(not memmap or cpu, f"{key}.memmap", f"memory-mapped storage lives on the CPU, not on {device!r}")
     if device is not None:
@@ -207,7 +208,6 @@ def replay_buffer(
         ),
         (flatten_tensordicts and max_dims is not None, "max_dims pads trajectories; it is ignored, since flatten_tensordicts stores transitions"),
         (not memmap and scratch_dir is not None, "scratch_dir holds memory-mapped storage; it is ignored, since memmap is false"),
-        (batch_size > capacity, f"batch_size {batch_size} is more than the capacity {capacity}: samples repeat items"),
     ]
     for unused, why in ignored:
         if unused:

@@ -6,9 +6,9 @@ This module stays light: torch and TensorBoard are imported only when a logger i
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-from rlcore import LoggerFactory, hookimpl
+from rlcore import LoggerFactory, Range, hookimpl
 
 if TYPE_CHECKING:
     from ._logger import TensorBoardLogger
@@ -16,7 +16,12 @@ if TYPE_CHECKING:
 __all__ = ["make_logger"]
 
 
-def make_logger(exp_name: str, log_dir: str | os.PathLike[str], flush_secs: float = 10.0, max_queue: int = 100) -> TensorBoardLogger:
+def make_logger(
+    exp_name: str,
+    log_dir: str | os.PathLike[str],
+    flush_secs: Annotated[float, Range(gt=0)] = 10.0,
+    max_queue: Annotated[int, Range(ge=1)] = 100,
+) -> TensorBoardLogger:
     """Create a :class:`~rl_plugin_tensorboard._logger.TensorBoardLogger` writing to ``<log_dir>/tensorboard/``.
 
     :param exp_name: the run's name.

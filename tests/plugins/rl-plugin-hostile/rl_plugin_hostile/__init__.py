@@ -71,3 +71,31 @@ class raises_in_the_loop:
     def rl_post_optim(trainer: Any) -> None:
         if _on("loop") and trainer.collected_frames >= 128:
             raise ZeroDivisionError("the plugin divided by zero\n(a second line, which the one-line message leaves out)")
+
+
+class exits:
+    """Its operation hook calls sys.exit(0) in the second batch, as if it could end the run as a success."""
+
+    @staticmethod
+    @hookimpl
+    def rl_post_steps(trainer: Any) -> None:
+        if _on("exit") and trainer.collected_frames >= 128:
+            raise SystemExit(0)
+
+
+class logs_a_huge_number:
+    """Its logging hook returns an integer too large for a float."""
+
+    @staticmethod
+    @hookimpl
+    def rl_post_steps_log(trainer: Any) -> Any:
+        return {"hostile/huge": 10**400} if _on("overflow") else None
+
+
+class optimizer_returns_a_string:
+    """Its rl_optimizer returns a string instead of statistics."""
+
+    @staticmethod
+    @hookimpl
+    def rl_optimizer(trainer: Any, losses: Any) -> Any:
+        return "stepped" if _on("optimizer") else None
