@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow  # subprocesses, several processes, kills and resu
 pytest.importorskip("rl_plugin_pg")
 
 FRAMES = 48 * BATCH
-KILLS = 12  # per vectorization
+KILLS = 6  # per vectorization (benchmarks/fault_injection.py kills 20 times)
 
 
 @pytest.mark.parametrize("vectorization", ["sync", "async"])

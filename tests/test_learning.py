@@ -38,7 +38,7 @@ CASES = [
     Case("dqn", "CartPole-v1", 20_000, 150.0, 100.0),
     Case("sac", "Pendulum-v1", 4_000, -400.0, -1000.0),
     Case("td3", "Pendulum-v1", 6_000, -400.0, -1000.0),
-    Case("ddpg", "Pendulum-v1", 6_000, -400.0, -1000.0),
+    Case("ddpg", "Pendulum-v1", 4_000, -400.0, -1000.0),
 ]
 
 
