@@ -47,6 +47,9 @@ class TestMemoryLogger(LoggerConformance):
     def read_back(self, logger: MemoryLogger) -> Scalars:  # type: ignore[override]
         return logger.values
 
+    def read_back_killed(self, log_dir: Path) -> None:
+        return None  # (nothing outside the process)
+
     def read_hparams(self, logger: MemoryLogger) -> dict[str, object]:  # type: ignore[override]
         return logger.hparams
 

@@ -124,7 +124,7 @@ def torchrl_script(tmp_path: Path, save_trainer_file: Path, total_frames: int) -
         optim_steps_per_batch=2,
         loss_module=loss_module,
         optimizer=torch.optim.Adam(loss_module.parameters(), lr=1e-2),
-        logger=get_logger("csv", exp_name="torchrl", log_dir=tmp_path),
+        logger=get_logger("csv", logger_name=str(tmp_path), experiment_name="torchrl"),  # (TorchRL's signature)
         clip_grad_norm=True,
         clip_norm=1.0,
         progress_bar=False,
@@ -136,6 +136,34 @@ def torchrl_script(tmp_path: Path, save_trainer_file: Path, total_frames: int) -
     hook = CountBatches()
     hook.register(trainer)
     return trainer, hook
+
+
+def test_the_seed_api_takes_a_torchrl_script_s_arguments_or_refuses_them_at_once(tmp_path):
+    from rlcore import Collector, Trainer, generate_exp_name, get_logger, make_vector_env
+
+    builtins = rlcore.get_plugin_manager(only=[])
+    logger = get_logger("csv", str(tmp_path / "logs"), "exp", csv_kwargs={"filename": "m.csv"}, plugin_manager=builtins)
+    assert (logger.exp_name, Path(logger.log_dir), logger.path.name) == ("exp", tmp_path / "logs", "m.csv")
+    with pytest.raises(TypeError, match=r"needs the run's name and directory: exp_name= and log_dir="):
+        get_logger("csv", plugin_manager=builtins)
+    name = generate_exp_name(model_name="ppo", experiment_name="cartpole")
+    assert name.startswith("ppo_") and name.endswith("_cartpole")
+
+    loss_module = OwnLoss()
+    collector = Collector(make_vector_env("CartPole-v1", 2), loss_module.policy, frames_per_batch=32)
+    trainer = Trainer(collector=collector, loss_module=loss_module, total_frames=64, optim_steps_per_batch=None, progress_bar=False)
+    assert trainer.optim_steps_per_batch == 1  # (no steps of its own)
+    loss_module.optim_steps_per_batch, loss_module.gamma = 6, 0.99  # an on-policy loss: epochs x minibatches
+    assert isinstance(loss_module, rlcore.OnPolicyLoss)
+    trainer = Trainer(collector=collector, loss_module=loss_module, total_frames=64, optim_steps_per_batch=None, progress_bar=False)
+    assert trainer.optim_steps_per_batch == 6
+    with pytest.raises(ValueError, match=r"^Trainer\(async_collection=True\): give the trainer an asynchronous collector instead"):
+        Trainer(collector=collector, loss_module=loss_module, total_frames=64, async_collection=True)
+    with pytest.raises(TypeError, match=r"the name is a string, got CountBatches \(the arguments swapped\?\)"):
+        trainer.register_module(CountBatches(), "count")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"a module has state_dict\(\) and load_state_dict\(\); str has not"):
+        trainer.register_module("count", "not a module")
+    collector.shutdown()
 
 
 @pytest.mark.parametrize("backend", ["torch", "torchsnapshot"])

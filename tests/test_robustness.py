@@ -588,3 +588,25 @@ def test_nonsense_that_was_accepted_is_one_line_and_exit_2(tmp_path, capsys, ove
 def test_an_out_name_too_long_is_one_line_and_exit_2(tmp_path, capsys):
     code, err = cli(capsys, "train", "--algo", "ppo", "--out", str(tmp_path / ("x" * 300)))
     assert code == 2 and err.count("\n") == 1 and err.endswith(": cannot be used (File name too long)\n"), err
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a tmpfs of 256 KiB")
+def test_a_full_disk_is_one_line_naming_enospc_and_the_last_good_checkpoint(tmp_path, capsys):
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)], capture_output=True).returncode != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        run = small / "run"  # PPO's checkpoints take about 150 KB: the second one finds the disk full
+        code, err = cli(capsys, *PPO, "--frames", "4096", "--out", str(run), "--set", "trainer.save_trainer_interval=1024")
+        assert code == 2 and "Traceback" not in err, err
+        assert err.splitlines()[-1] == (
+            f"rlctl: error: {run / 'checkpoints' / 'ckpt-000000002048.pt'}: no space left on the device (ENOSPC) to write this "
+            "checkpoint; the last good one is ckpt-000000001024.pt"
+        )
+        assert [p.name for p in (run / "checkpoints").iterdir()] == ["ckpt-000000001024.pt"]  # (no temporary left)
+        frames = {int(row["frames"]) for row in csv.DictReader((run / "metrics.csv").read_text().splitlines())}
+        assert max(frames) >= 1024
+    finally:
+        subprocess.run(["umount", "--lazy", str(small)], check=False)

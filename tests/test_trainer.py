@@ -640,3 +640,37 @@ def test_a_newest_checkpoint_of_another_algorithm_is_skipped_with_a_warning(toy_
     with pytest.warns(UserWarning, match=rf"skipping checkpoint {newest}: it does not fit this run \(Error\(s\) in loading state_dict"):
         resumed = make_trainer(toy_pm, tmp_path, resume=True, total_frames=256)
     assert resumed.resumed_from == tmp_path / "checkpoints" / "ckpt-000000000128.pt" and resumed.collected_frames == 128
+
+
+class KeptOnFlush(rlcore.Logger):
+    """Buffers what it is given and keeps it only on ``flush()``: what a kill would leave of a buffering logger."""
+
+    def __init__(self, exp_name: str, log_dir: Path) -> None:
+        super().__init__(exp_name, log_dir)
+        self.buffer: list[int] = []
+        self.kept: list[int] = []
+
+    def log_scalar(self, name: str, value: float, step: int) -> None:
+        self.buffer.append(step)
+
+    def flush(self) -> None:
+        self.kept += self.buffer
+        self.buffer = []
+
+
+def test_every_logger_is_flushed_before_each_checkpoint(toy_pm, tmp_path):
+    """A checkpoint never counts frames its loggers' flushed data lacks (a kill right after it loses no logged step)."""
+    logger = KeptOnFlush("run", tmp_path)
+    trainer = make_trainer(toy_pm, tmp_path, save_trainer_interval=64)
+    trainer.loggers.append(trainer.guard(logger))
+    kept_at_save = []
+    real_save = trainer.checkpoint.save
+
+    def save(state, frames):
+        kept_at_save.append((frames, max(logger.kept, default=0), max(logger.buffer, default=0)))
+        return real_save(state, frames)
+
+    trainer.checkpoint.save = save
+    trainer.train()
+    assert [frames for frames, _, _ in kept_at_save] == [64, 128, 192, 256]
+    assert all(kept == frames and buffered == 0 for frames, kept, buffered in kept_at_save), kept_at_save

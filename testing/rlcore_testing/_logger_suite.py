@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
+import signal
+import time
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,6 +29,8 @@ HPARAMS: dict[str, Any] = {
     "trainer.seed": None,
     "env.kwargs": {},
 }
+#: how long the killed run of the durability test may take to log and flush (a backend's start-up included)
+KILL_TIMEOUT = 120
 #: a step beyond 32 bits: long runs count billions of frames
 BIG_STEP = 5_000_000_000  # (2**32 is 4,294,967,296)
 
@@ -88,6 +93,19 @@ class LoggerConformance:
         """
         return None
 
+    def read_back_killed(self, log_dir: Path) -> Scalars | None:
+        """What a run killed after its logger's ``flush()`` left in ``log_dir``, read with the backend's reader.
+
+        The default is :meth:`read_back` of a new logger made on ``log_dir``: right for a logger whose
+        files are all in its ``log_dir``. Override it for one that writes elsewhere (a new MLflow logger
+        starts a run of its own), and return ``None`` for a logger that keeps nothing outside the process.
+        """
+        logger = self.make_logger(log_dir)
+        try:
+            return self.read_back(logger)
+        finally:
+            logger.close()
+
     # ------------------------------------------------------------------ helpers
     def _assert_read_back(self, logger: Logger, expected: Scalars) -> None:
         """Assert that :meth:`read_back` holds ``expected`` for its names (without a reader, calls being accepted is the check)."""
@@ -120,6 +138,37 @@ class LoggerConformance:
             "perf/fps": [(BIG_STEP, 0.125)],
         }
         self._assert_read_back(logger, expected)
+
+    def test_what_flush_wrote_outlives_a_kill(self, tmp_path: Path) -> None:
+        """The durability contract: once ``flush()`` returned, what was logged is the backend's, even if the process is
+        killed (SIGKILL) before ``close()``. The trainer flushes every logger before each checkpoint, so that a checkpoint
+        never counts steps its logs lack."""
+        if not hasattr(os, "fork"):
+            pytest.skip("needs os.fork")
+        log_dir = tmp_path / "run"
+        expected = {"loss/objective": [(128, 0.5), (256, 0.25)], "train/episode_return": [(256, 2.0)]}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # (fork with threads: the child runs no thread of ours)
+            pid = os.fork()
+        if pid == 0:  # the run that is killed: it logs, flushes and dies without closing
+            try:
+                logger = self.make_logger(log_dir)
+                logger.log_scalar("loss/objective", 0.5, 128)
+                logger.log_scalars({"loss/objective": 0.25, "train/episode_return": 2.0}, 256)
+                logger.flush()
+            finally:
+                os.kill(os.getpid(), signal.SIGKILL)
+        deadline = time.monotonic() + KILL_TIMEOUT
+        while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if done[0] == 0:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail(f"logging and flush() did not return within {KILL_TIMEOUT} s")
+        values = self.read_back_killed(log_dir)
+        if values is not None:
+            found = {name: [(int(step), float(value)) for step, value in values.get(name, [])] for name in expected}
+            assert found == expected, f"after flush() and a kill, {type(self).__name__} read back {found}, expected {expected}"
 
     def test_hparams_histograms_and_videos(self, tmp_path: Path) -> None:
         """Hparams of every config type are recorded; histograms and videos are accepted (or a documented no-op)."""

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from .._kernel.checkpoint import CheckpointBackend, CheckpointError
-from .._kernel.contracts import CHECKPOINTS, CONFIG_FILE, OnPolicyLoss, World
+from .._kernel.contracts import CHECKPOINTS, CONFIG_FILE, World
 from .._kernel.errors import ConfigError, PluginError
 from .._kernel.manager import PluginManager, first_party_data, get_plugin_manager
 from .._kernel.options import validate_options
@@ -204,14 +204,13 @@ def _build(config: dict[str, Any], run_dir: Path, pm: PluginManager, world: Worl
         collector = make_collector(config, env, loss_module.policy, device, pm, config["collector"]["frames_per_batch"] // share)
         optimizer = make_optimizer(config["optim"], loss_module.parameters())
         checkpoint = world.checkpoint(make_backend(config, run_dir, pm))
-        steps = trainer_cfg["optim_steps_per_batch"] or (loss_module.optim_steps_per_batch if isinstance(loss_module, OnPolicyLoss) else 1)
         trainer = Trainer(
             collector=collector,
             loss_module=loss_module,
             optimizer=optimizer,
             total_frames=trainer_cfg["total_frames"],
             frame_skip=trainer_cfg["frame_skip"],
-            optim_steps_per_batch=steps,
+            optim_steps_per_batch=trainer_cfg["optim_steps_per_batch"],
             clip_grad_norm=trainer_cfg["clip_grad_norm"],
             clip_norm=trainer_cfg["clip_norm"],
             progress_bar=trainer_cfg["progress_bar"] and world.is_main,
@@ -416,8 +415,9 @@ def _add_loggers(trainer: Trainer, config: Mapping[str, Any], run_dir: Path, pm:
             label = name if who.endswith("(rl-core)") else f"{name} of {who}"
         logger = trainer.guard(partial(factory, exp_name=run_dir.name, log_dir=run_dir, **options), label)
         trainer.loggers.append(logger)
-        if not logger.wait():  # its set-up, within the deadline
-            trainer.drop_logger(logger, f"was not set up within {logger.timeout:g} s")
+        setup = config["trainer"]["logger_setup_timeout"]
+        if not logger.wait(setup):  # its set-up, within its deadline
+            trainer.drop_logger(logger, f"was not set up within {setup:g} s (trainer.logger_setup_timeout)")
             continue
         problem = logger.problem()
         if problem is not None:

@@ -214,8 +214,9 @@ def make_cli(pm: PluginManager) -> click.Group:
             _say(f"rlctl: resumed from {trainer.resumed_from} at {trainer.collected_frames} frames")
         trainer.train()
         why = f" (stopped: {trainer.stop_reason})" if trainer.stop_reason and not received else ""
-        _say(f"rlctl: {trainer.collected_frames} frames, run directory {trainer.run_dir}{why}")
-        return SIGNAL_EXIT[received[0]] if received else EXIT_OK
+        lost = "".join(f"; logger {name} {problem}, so it lacks values of this run" for name, problem in trainer.dropped_loggers.items())
+        _say(f"rlctl: {trainer.collected_frames} frames, run directory {trainer.run_dir}{why}{lost}")
+        return SIGNAL_EXIT[received[0]] if received else EXIT_FAILED if lost else EXIT_OK
 
     @cli.command("eval", cls=ReportCommand)
     @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
@@ -297,7 +298,7 @@ def _stop_on_signals(trainer: Any) -> list[int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``rlctl``; returns (and exits with) 0 ok, 1 failed, 2 bad usage or config, 130/143 stopped by a signal."""
+    """Run ``rlctl``; returns (and exits with) 0 ok, 1 failed (a logger dropped too), 2 bad usage or config, 130/143 stopped by a signal."""
     argv = list(sys.argv[1:] if argv is None else argv)
     only, block = _preparse(argv)
     with warnings.catch_warnings():

@@ -105,7 +105,9 @@ class TrainerSection:
     :param progress_bar: show a progress bar on a terminal.
     :param device: where the loss module runs (``cpu``, ``cuda``, ``cuda:1``, ``mps``).
     :param num_threads: torch threads on CPU; ``null``: torch's default.
-    :param logger_timeout: seconds a logger may take to set up or to write; one that takes longer is dropped.
+    :param logger_timeout: seconds a logger may take to write; one that takes longer is dropped.
+    :param logger_setup_timeout: seconds a logger may take to set up (a tracking server's first answer); one that
+        takes longer is dropped, and the run, once trained, exits 1 saying so.
     :param max_batches: also stop after this many batches (the old torchrl ``max_iters``); ``null``: no limit.
     :param max_episodes: also stop once this many episodes have ended; ``null``: no limit.
     :param profile: time every hook of every plugin and the loop's parts; print a table at the end (``--profile``).
@@ -123,6 +125,7 @@ class TrainerSection:
     device: str = "cpu"
     num_threads: Annotated[int, Range(ge=1, le=1024)] | None = 1
     logger_timeout: Annotated[float, Range(gt=0)] = 10.0
+    logger_setup_timeout: Annotated[float, Range(gt=0)] = 300.0
     max_batches: Positive | None = None
     max_episodes: Positive | None = None
     profile: bool = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -100,6 +101,13 @@ class CheckpointBackend:
                 _remove(final)
             os.replace(tmp, final)
             _fsync_directory(self.directory)
+        except Exception as err:
+            _remove(tmp)
+            if _disk_full(err, self.directory):  # (torch.save says "unexpected pos", torchsnapshot what it may)
+                last = next(reversed(self.checkpoints()), None)
+                kept = f"the last good one is {last.name}" if last is not None else "there is no earlier one"
+                raise CheckpointError(f"{final}: no space left on the device (ENOSPC) to write this checkpoint; {kept}") from err
+            raise
         finally:
             _remove(tmp)
         others = [p for p in self.checkpoints() if p != final]  # (newer ones too, after resuming past an unreadable one)
@@ -215,6 +223,16 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
     elif path.exists() or path.is_symlink():
         path.unlink()
+
+
+def _disk_full(error: BaseException, directory: Path) -> bool:
+    """Whether ``error``, raised writing into ``directory``, is a full disk: ENOSPC, or less than 1 MiB left there after it."""
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        return True
+    try:
+        return shutil.disk_usage(directory).free < 2**20
+    except OSError:
+        return False
 
 
 def _fsync_directory(path: Path) -> None:

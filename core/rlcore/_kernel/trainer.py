@@ -24,7 +24,7 @@ from .. import hookspecs
 from .._markers import hookimpl
 from ..hookspecs import HOOK_POINTS, HookPoint
 from .checkpoint import CheckpointBackend, CheckpointError, SingleFileCheckpoint
-from .contracts import World
+from .contracts import OnPolicyLoss, World
 from .errors import error_line, first_line
 from .guard import DEFAULT_TIMEOUT, GuardedLogger
 from .logger import Gauge, Logger
@@ -159,7 +159,8 @@ class Trainer:
     :param optimizer: steps the loss module's parameters; ``None`` leaves the step to hooks.
     :param total_frames: stop once this many frames are collected.
     :param frame_skip: frames each collected step stands for.
-    :param optim_steps_per_batch: optimisation steps per batch.
+    :param optim_steps_per_batch: optimisation steps per batch; ``None``: the loss module's own (an on-policy loss's
+        epochs times minibatches, :class:`rlcore.OnPolicyLoss`), else 1.
     :param clip_grad_norm: clip gradients by norm (``True``) or by value (``False``).
     :param clip_norm: the clipping threshold; ``None`` disables clipping.
     :param progress_bar: show a progress bar when stderr is a terminal.
@@ -196,7 +197,7 @@ class Trainer:
         optimizer: torch.optim.Optimizer | None = None,
         total_frames: int,
         frame_skip: int = 1,
-        optim_steps_per_batch: int = 1,
+        optim_steps_per_batch: int | None = None,
         clip_grad_norm: bool = True,
         clip_norm: float | None = None,
         progress_bar: bool = True,
@@ -217,7 +218,15 @@ class Trainer:
         config: Mapping[str, Any] | None = None,
         device: str | torch.device | None = None,
         world: World | None = None,
+        async_collection: bool = False,
     ) -> None:
+        if async_collection:  # (TorchRL's flag: here the collector is what collects asynchronously)
+            raise ValueError(
+                "Trainer(async_collection=True): give the trainer an asynchronous collector instead, e.g. rl-plugin-ray's "
+                "(a config's collector: {name: ray, mode: async})"
+            )
+        if optim_steps_per_batch is None:
+            optim_steps_per_batch = loss_module.optim_steps_per_batch if isinstance(loss_module, OnPolicyLoss) else 1
         self.collector = collector
         self.loss_module = loss_module
         self.optimizer = optimizer
@@ -241,6 +250,8 @@ class Trainer:
         given = [loggers] if isinstance(loggers, Logger) else list(loggers or [])
         #: every logger of the run, each behind a :class:`~rlcore._guard.GuardedLogger`
         self.loggers: list[Logger] = [self.guard(one) for one in [*given, *([logger] if logger is not None else [])]]
+        #: ``{name: why}`` of the loggers dropped during the run (their backends lack what came after)
+        self.dropped_loggers: dict[str, str] = {}
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.config = dict(config) if config is not None else None
         first = next(iter(loss_module.parameters()), None) if isinstance(loss_module, nn.Module) else None
@@ -335,7 +346,14 @@ class Trainer:
         return self._modules
 
     def register_module(self, module_name: str, module: Any) -> None:
-        """Include ``module``'s ``state_dict`` in every checkpoint under ``module_name``."""
+        """Include ``module``'s ``state_dict`` in every checkpoint under ``module_name``.
+
+        :raises TypeError: at once, for a name that is no string or a module without ``state_dict`` and ``load_state_dict``.
+        """
+        if not isinstance(module_name, str):
+            raise TypeError(f"register_module(module_name, module): the name is a string, got {type(module_name).__name__} (the arguments swapped?)")
+        if not (callable(getattr(module, "state_dict", None)) and callable(getattr(module, "load_state_dict", None))):
+            raise TypeError(f"register_module({module_name!r}, module): a module has state_dict() and load_state_dict(); {type(module).__name__} has not")
         if module_name in self._modules:
             raise RuntimeError(f"a module named {module_name!r} is already registered")
         self._modules[module_name] = module
@@ -455,6 +473,7 @@ class Trainer:
             if isinstance(logger, GuardedLogger):
                 logger.abandon()
             name = logger.name if isinstance(logger, GuardedLogger) else type(logger).__name__
+            self.dropped_loggers[name] = problem
             warnings.warn(f"logger {name} {problem}; it is dropped and the run goes on", stacklevel=3)
 
     def _close_loggers(self) -> None:
@@ -571,7 +590,8 @@ class Trainer:
         state = self.state_dict()
         _refuse_non_finite(state["loss_module"], "loss_module")
         _refuse_non_finite(state["optimizer"], "optimizer")
-        self._wait_for_loggers()  # what was logged before the checkpoint is written before it
+        self._each_logger("flush")  # what was logged before the checkpoint outlives a kill after it (the loggers' contract)
+        self._wait_for_loggers()
         return self.checkpoint.save(state, self.collected_frames)
 
     def load_from_file(self, file: str | Path | None = None) -> Path:

@@ -101,7 +101,12 @@ class LogValidationReward(LogValidationRewardOptions, TrainerHookBase):
 
         :param trainer: the trainer.
         :param name: the name of its state in checkpoints (TorchRL's default).
+        :raises ConfigError: when neither the hook nor the trainer gives an env (or a policy) to evaluate.
         """
+        if self.environment is None and trainer.make_env is None:
+            raise ConfigError(f"{self.config_key}.environment: the trainer has no make_env; name an env to evaluate on")
+        if self.policy_exploration is None and trainer.policy is None:
+            raise ConfigError(f"{self.config_key}.policy_exploration: the trainer's collector has no policy; give one to evaluate")
         self.evaluation.claim(trainer)
         trainer.register_module(name, self)
         self._trainer = weakref.ref(trainer)

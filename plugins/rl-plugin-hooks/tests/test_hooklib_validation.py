@@ -94,9 +94,8 @@ def test_an_env_instance_other_log_keys_and_an_op_without_a_trainer(rl_make_trai
     with pytest.raises(rlcore.ConfigError, match=r"^hooks\.log_validation_reward: as an op, it needs policy_exploration and environment"):
         LogValidationReward(record_interval=1, record_frames=5)()
     without_make_env = rl_make_trainer(total_frames=32)  # a hand-built trainer: no copy of its env to make
-    LogValidationReward(record_interval=1, record_frames=5).register(without_make_env)
     with pytest.raises(rlcore.ConfigError, match=r"^hooks\.log_validation_reward\.environment: the trainer has no make_env; name an env to evaluate on$"):
-        without_make_env.train()
+        LogValidationReward(record_interval=1, record_frames=5).register(without_make_env)  # (at once, not at the first batch)
 
 
 def test_torchrls_recorder_argument_and_a_video_with_its_suffix(rl_make_trainer: MakeTrainer) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,6 +39,9 @@ def plot_runs(
     for metric in metrics:
         if not any(metric in series for series in runs.values()):
             raise ConfigError(f"--metric: no run has {metric!r} (valid choices: {', '.join(known) or 'none, the runs logged nothing'})")
+        finite = [v for series in runs.values() if metric in series for v in series[metric][1] if math.isfinite(v)]
+        if finite and not math.isfinite(max(finite) - min(finite)):  # (an axis from -1e308 to 1e308: matplotlib cannot tick it)
+            raise ConfigError(f"--metric {metric}: its values span {min(finite):g} to {max(finite):g}, more than a plot's axis holds")
 
     from matplotlib.figure import Figure
 

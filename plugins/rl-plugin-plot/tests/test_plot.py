@@ -77,6 +77,13 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
         assert code == 2 and stderr.startswith(message) and len(stderr.splitlines()) == 1, stderr
     code, _, stderr, _ = rlctl("plot", str(tmp_path / "missing"))
     assert code == 2 and stderr == f"rlctl: error: {tmp_path / 'missing' / 'metrics.csv'}: cannot read metrics (No such file or directory)"
+    diverged = tmp_path / "diverged"  # values no axis holds (matplotlib raised in its tick locator)
+    logger = rlcore.get_logger("csv", exp_name="diverged", log_dir=diverged, plugin_manager=rlcore.get_plugin_manager(only=[]))
+    for step, value in enumerate((1.0, 1e308, -1e308, float("inf"), float("nan")), start=1):
+        logger.log_scalar("train/episode_return", value, step)
+    logger.close()
+    code, _, stderr, _ = rlctl("plot", str(diverged), "-o", str(tmp_path / "d.png"))
+    assert code == 2 and stderr == "rlctl: error: --metric train/episode_return: its values span -1e+308 to 1e+308, more than a plot's axis holds"
 
 
 def test_command_is_listed_only_with_the_plugin_and_imports_nothing_heavy() -> None:

@@ -116,14 +116,19 @@ def bootstrap_target(sample: TensorDictBase, gamma: float, next_value: torch.Ten
 
     :param sample: a replay sample ``[B]`` with ``("next", "reward" | "terminated")``.
     :param gamma: the discount.
-    :param next_value: the value of ``("next", "observation")``, ``[B, 1]`` (``max_a Q'``, ``min_i Q'_i - alpha log pi``, ...).
-    :return: the targets, ``[B, 1]``.
+    :param next_value: the value of ``("next", "observation")``, one row per transition: ``[B, 1]`` (``max_a Q'``,
+        ``min_i Q'_i - alpha log pi``, ...), ``[B]``, or ``[B, N]`` (a distributional loss's atoms or quantiles).
+    :return: the targets, of ``next_value``'s shape.
+    :raises ValueError: when ``next_value`` has not one row per transition of ``sample``.
     """
-    shape = next_value.shape
+    rows = sample.batch_size[0] if sample.batch_dims else 1
+    if next_value.dim() == 0 or next_value.shape[0] != rows:
+        raise ValueError(f"bootstrap_target: next_value of shape {list(next_value.shape)} has not one row per transition of the sample ({rows})")
+    each = (rows,) + (1,) * (next_value.dim() - 1)  # a transition's reward, done and steps, against its row of values
     steps = sample.get(STEPS_KEY, None)
-    discount = gamma if steps is None else gamma ** steps.reshape(shape)
-    bootstrap = torch.where(sample.get(("next", "terminated")).reshape(shape), 0.0, discount)  # 0 where the episode terminated
-    return torch.addcmul(sample.get(("next", "reward")).reshape(shape), bootstrap, next_value)
+    discount = gamma if steps is None else gamma ** steps.reshape(each)
+    bootstrap = torch.where(sample.get(("next", "terminated")).reshape(each), 0.0, discount)  # 0 where the episode terminated
+    return torch.addcmul(sample.get(("next", "reward")).reshape(each), bootstrap, next_value)
 
 
 def critics_loss(sample: TensorDictBase, q: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

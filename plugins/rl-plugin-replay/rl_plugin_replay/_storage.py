@@ -34,7 +34,8 @@ class TensorStorage:
     :param device: where the tensors live.
     :param memmap: memory-map the tensors to files (CPU only).
     :param scratch_dir: where the memory-mapped files go (a temporary directory inside it, removed
-        by :meth:`close`); default the system's temporary directory.
+        once they are mapped on POSIX systems, so that a killed run leaves nothing there; elsewhere by
+        :meth:`close`); default the system's temporary directory.
     """
 
     def __init__(
@@ -96,14 +97,20 @@ class TensorStorage:
                 self._columns[key] = torch.from_numpy(array)
             else:
                 self._columns[key] = torch.empty(shape, dtype=value.dtype, device=self.device)
+        if self.memmap and os.name == "posix":  # the mappings keep the files: their names go now, so a killed run leaves nothing
+            self._remove_files()
+
+    def _remove_files(self) -> None:
+        """Remove the memory-mapped files' directory (the mappings, while they last, keep the data)."""
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
 
     def close(self) -> None:
         """Free the tensors (and remove the memory-mapped files)."""
         self._columns.clear()
         self.cursor = self.size = 0
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
+        self._remove_files()
 
     # ------------------------------------------------------------------ writing and reading
     def write(self, data: TensorDictBase) -> torch.Tensor:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from tensordict import TensorDict
 
@@ -94,6 +95,12 @@ def test_bootstrap_target_by_hand():
     # n-step, m = 1, 3, 2 steps to the next observation: r + 0.5**m * (1 - terminated) * 10
     sample.set(STEPS_KEY, torch.tensor([[1], [3], [2]]))
     assert bootstrap_target(sample, 0.5, next_value).flatten().tolist() == [6.0, 2.0, 5.5]
+    # a distributional loss's [B, N] values (atoms, quantiles): each transition's terms against its row
+    quantiles = torch.tensor([[10.0, 20.0], [10.0, 20.0], [4.0, 8.0]])
+    assert bootstrap_target(sample, 0.5, quantiles).tolist() == [[6.0, 11.0], [2.0, 2.0], [4.0, 5.0]]
+    assert bootstrap_target(sample, 0.5, next_value.flatten()).tolist() == [6.0, 2.0, 5.5]  # [B] as well
+    with pytest.raises(ValueError, match=r"^bootstrap_target: next_value of shape \[4, 1\] has not one row per transition of the sample \(3\)$"):
+        bootstrap_target(sample, 0.5, torch.ones(4, 1))
 
 
 def test_held_back_steps_end_where_the_next_batch_starts_afresh():
