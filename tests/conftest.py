@@ -6,16 +6,13 @@ plugin author's tests would do it.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import rlcore
-from rlcore_testing import pip_install, use_site
+from rlcore_testing import pip_install, run_rlctl, use_site
 
 TEST_PLUGINS = Path(__file__).parent / "plugins"
 #: a plugin that makes every mistake an author can (tests/test_plugin_mistakes.py)
@@ -69,27 +66,13 @@ def toy_pm(with_plugins: Path) -> rlcore.PluginManager:
     return rlcore.get_plugin_manager(block=["broken", "badhook", "badsig"])
 
 
-def run_rlctl(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    """Run ``rlctl`` in a subprocess, as a user would."""
-    return subprocess.run(
-        [sys.executable, "-m", "rlcore", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "RLCORE_TRACEBACK": "1", **(env or {})},
-        cwd=cwd,
-        timeout=timeout,
-    )
-
-
 @pytest.fixture
 def rlctl(with_plugins: Path) -> Any:
-    """``rlctl(*args, env=None, cwd=None)``: run rlctl in a subprocess that sees the test plugins."""
+    """``rlctl(*args, env=None, cwd=None, subprocess=False)``: run rlctl (:func:`rlcore_testing.run_rlctl`) where the test plugins are seen."""
     return run_rlctl
 
 
 @pytest.fixture
 def rlctl_bare() -> Any:
-    """``rlctl(*args, env=None, cwd=None)``: run rlctl in a subprocess that sees what the test's own fixtures installed."""
+    """``rlctl(*args, env=None, cwd=None, subprocess=False)``: run rlctl where what the test's own fixtures installed is seen."""
     return run_rlctl

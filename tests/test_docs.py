@@ -41,6 +41,7 @@ import yaml
 import rlcore
 import rlcore.hookspecs as hookspecs
 from rlcore._markers import PROJECT
+from rlcore_testing import run_rlctl
 
 ROOT = Path(__file__).parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "contrib").glob("*/README.md"))]
@@ -303,28 +304,13 @@ CHEAP_LINES = cheap_lines()
 
 
 @pytest.mark.parametrize("line", sorted(CHEAP_LINES))
-def test_cheap_rlctl_lines_run(line: str, in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cheap_rlctl_lines_run(line: str, in_tmp: Path) -> None:
     args, out = CHEAP_LINES[line]
-    code, stdout, stderr = run_rlctl(args, capsys)
-    assert code == 0, f"rlctl {line} exited {code}: {stderr}"
-    assert stdout.strip(), f"rlctl {line} printed nothing"
+    done = run_rlctl(*args)
+    assert done.returncode == 0, f"rlctl {line} exited {done.returncode}: {done.stderr}"
+    assert done.stdout.strip(), f"rlctl {line} printed nothing"
     if out is not None:
-        (in_tmp / out).write_text(stdout, encoding="utf-8")
-
-
-def run_rlctl(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """Run ``rlctl ARGS`` in this process (as its entry point does); return its exit code, stdout and stderr."""
-    from rlcore._app.cli import main
-
-    capsys.readouterr()
-    try:
-        main(list(args))
-    except SystemExit as done:
-        code = done.code if isinstance(done.code, int) else 1
-    else:
-        code = 0
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+        (in_tmp / out).write_text(done.stdout, encoding="utf-8")
 
 
 # ============================================================================ the guide's config block
@@ -338,11 +324,11 @@ def guide_config_block() -> dict[str, Any]:
     return yaml.safe_load(found[0])
 
 
-def test_the_guide_config_block_is_rlctl_config_show_ppo(in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_guide_config_block_is_rlctl_config_show_ppo(in_tmp: Path) -> None:
     documented = guide_config_block()
-    code, stdout, stderr = run_rlctl(["config", "show", "ppo"], capsys)
-    assert code == 0, stderr
-    shown = yaml.safe_load(stdout)
+    done = run_rlctl("config", "show", "ppo")
+    assert done.returncode == 0, done.stderr
+    shown = yaml.safe_load(done.stdout)
     assert set(documented) == set(shown) - {"plugins"} or set(documented) == set(shown), (
         f"sections: the guide shows {sorted(documented)}, rlctl config show ppo {sorted(shown)}"
     )

@@ -349,3 +349,29 @@ def test_make_trainer_uses_the_wrappers_and_hooks_of_the_plugins_it_is_given(tmp
         make_trainer(tmp_path / "c", plugins=[plugin], hooks={"counter": {"evry": 2}})
     with pytest.raises(rlcore.PluginError, match=r"^hooks.counter: 2 is neither an rlcore.TrainerHookBase nor an object with hook methods"):
         make_trainer(tmp_path / "d", hooks={"counter": 2})
+
+
+def test_run_rlctl_in_this_process_says_what_a_subprocess_says_and_restores_what_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import signal
+
+    import torch
+
+    from rlcore_testing import run_rlctl
+
+    pytest.importorskip("rl_plugin_pg")
+    monkeypatch.setenv("RLCORE_KIT_PROBE", "before")
+    torch.set_num_threads(2)
+    handlers, here = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)], Path.cwd()
+    short = ("--frames", "64", "--set", "collector.frames_per_batch=32", "--set", "loggers.console=null")
+    done = run_rlctl("train", "--algo", "ppo", *short, "--out", "run", env={"RLCORE_KIT_PROBE": "during"}, cwd=tmp_path)
+    assert done.returncode == 0 and done.stderr.strip() == "rlctl: 64 frames, run directory run", done.stderr
+    assert (tmp_path / "run" / "config.yaml").is_file()  # in cwd
+    # what rlctl set (the env, the working directory, its signal handlers, one torch thread) is undone
+    assert os.environ["RLCORE_KIT_PROBE"] == "before" and Path.cwd() == here and torch.get_num_threads() == 2
+    assert [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)] == handlers
+    bad = ("train", "--algo", "ppo", "--set", "optim.lr=-1")
+    inside, apart = run_rlctl(*bad, cwd=tmp_path), run_rlctl(*bad, cwd=tmp_path, subprocess=True)
+    assert inside == apart and inside.returncode == 2 and inside.stderr.startswith("rlctl: error: optim.lr"), (inside, apart)

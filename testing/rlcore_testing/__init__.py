@@ -11,6 +11,9 @@ environment where it is installed (``pip install rl-core`` alone adds nothing to
 - ``rl_install_plugin(project_dir)``: pip-installs a plugin project as a real distribution and
   returns its ``rlctl plugins list --json`` entry.
 
+:func:`run_rlctl` runs ``rlctl ARGS`` in the test's process (``subprocess=True``: in a process of its own) and
+returns its exit code, stdout and stderr, as pytester's ``runpytest``.
+
 Resume checks: :func:`kill_and_resume` runs ``rlctl`` twice side by side, kills one with SIGKILL
 after a checkpoint and resumes it; :func:`last_checkpoint` and :func:`assert_state_equal` compare them.
 
@@ -29,6 +32,7 @@ import pytest
 pytest.register_assert_rewrite("rlcore_testing._backend_suite", "rlcore_testing._logger_suite", "rlcore_testing._plugin_suite", "rlcore_testing._resume")
 
 from ._backend_suite import CheckpointBackendConformance, Damage  # noqa: E402
+from ._cli import RunResult, run_rlctl  # noqa: E402
 from ._fixtures import rl_hook_recorder, rl_install_plugin, rl_logger, rl_make_trainer, rl_trainer  # noqa: E402
 from ._install import Listing, pip_install, rlctl_plugins_list, use_site  # noqa: E402
 from ._logger_suite import LoggerConformance, Scalars  # noqa: E402
@@ -49,6 +53,7 @@ __all__ = [
     "LoggerConformance",
     "MemoryLogger",
     "PluginConformance",
+    "RunResult",
     "Scalars",
     "assert_state_equal",
     "kill_and_resume",
@@ -62,5 +67,6 @@ __all__ = [
     "rl_make_trainer",
     "rl_trainer",
     "rlctl_plugins_list",
+    "run_rlctl",
     "use_site",
 ]

@@ -109,10 +109,7 @@ class LoggerConformance:
     # ------------------------------------------------------------------ helpers
     def _assert_read_back(self, logger: Logger, expected: Scalars) -> None:
         """Assert that :meth:`read_back` holds ``expected`` for its names (without a reader, calls being accepted is the check)."""
-        values = self.read_back(logger)
-        if values is not None:
-            found = {name: [(int(step), float(value)) for step, value in values.get(name, [])] for name in expected}
-            assert found == expected, f"{type(logger).__name__} read back {found}, expected {expected}"
+        _assert_values(self.read_back(logger), expected, f"{type(logger).__name__} read back")
 
     # ------------------------------------------------------------------ the contract
     def test_scalars_read_back_at_their_steps(self, tmp_path: Path) -> None:
@@ -165,10 +162,7 @@ class LoggerConformance:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             pytest.fail(f"logging and flush() did not return within {KILL_TIMEOUT} s")
-        values = self.read_back_killed(log_dir)
-        if values is not None:
-            found = {name: [(int(step), float(value)) for step, value in values.get(name, [])] for name in expected}
-            assert found == expected, f"after flush() and a kill, {type(self).__name__} read back {found}, expected {expected}"
+        _assert_values(self.read_back_killed(log_dir), expected, f"after flush() and a kill, {type(self).__name__} read back")
 
     def test_hparams_histograms_and_videos(self, tmp_path: Path) -> None:
         """Hparams of every config type are recorded; histograms and videos are accepted (or a documented no-op)."""
@@ -257,4 +251,12 @@ def _same_param(recorded: Any, value: Any) -> bool:
     return False
 
 
+def _assert_values(values: Scalars | None, expected: Scalars, what: str) -> None:
+    """Assert that ``values`` (``None``: nothing to read back, no check) hold ``expected`` for its names."""
+    if values is not None:
+        found = {name: [(int(step), float(value)) for step, value in values.get(name, [])] for name in expected}
+        assert found == expected, f"{what} {found}, expected {expected}"
+
+
 __all__ = ["HPARAMS", "LoggerConformance", "Scalars"]
+

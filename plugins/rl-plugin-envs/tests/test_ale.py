@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +10,7 @@ import pytest
 from envs_helpers import RandomPolicy, make
 
 import rlcore
+from rlcore_testing import run_rlctl
 
 pytest.importorskip("ale_py", reason="Atari envs need ale-py")
 
@@ -77,12 +76,11 @@ def test_it_draws_the_frames_the_policy_observed_and_eval_records_them(tmp_path:
     import imageio.v3 as iio
 
     run = tmp_path / "run"
-    rlctl = [sys.executable, "-m", "rlcore"]
-    train = [*rlctl, "train", "--algo", "ppo", "--env", "ALE/Pong-v5", "--frames", "128", "--seed", "0", "--out", str(run)]
+    train = ["train", "--algo", "ppo", "--env", "ALE/Pong-v5", "--frames", "128", "--seed", "0", "--out", str(run)]
     sets = ["env.vectorization=ale", "env.num_envs=2", "env.kwargs.max_num_frames_per_episode=160", "collector.frames_per_batch=128", "algo.minibatches=2"]
-    done = subprocess.run([*train, *(arg for item in sets for arg in ("--set", item))], capture_output=True, text=True, timeout=300)
+    done = run_rlctl(*train, *(arg for item in sets for arg in ("--set", item)))
     assert done.returncode == 0, done.stderr
-    done = subprocess.run([*rlctl, "eval", str(run), "--episodes", "1", "--video"], capture_output=True, text=True, timeout=300)
+    done = run_rlctl("eval", str(run), "--episodes", "1", "--video")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     video = iio.imread(report["video"], plugin="FFMPEG")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import rlcore
+from rlcore_testing import run_rlctl
 
 
 def _python(code: str) -> subprocess.CompletedProcess[str]:
@@ -38,27 +39,18 @@ def test_an_id_registered_on_import_works_without_the_import(env_id: str, module
     assert done.stdout.split("\n")[0].strip() == str(shape)
 
 
-def _rlctl(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
-    """``rlctl ARGV`` in this process: its exit code and what it wrote on stderr."""
-    from rlcore import rlctl
-
-    with pytest.raises(SystemExit) as exited:
-        rlctl(list(argv))
-    return int(exited.value.code), capsys.readouterr().err
-
-
-def test_module_colon_id_and_an_unknown_id_from_the_command_line(tmp_path, capsys) -> None:
+def test_module_colon_id_and_an_unknown_id_from_the_command_line(tmp_path) -> None:
     env = rlcore.make_vector_env("gymnasium.envs.classic_control:CartPole-v1", 2, vectorization="async")
     assert env.single_observation_space.shape == (4,)
     env.close()
     pytest.importorskip("rl_plugin_pg")
     pytest.importorskip("ale_py")
-    code, err = _rlctl(capsys, "train", "--algo", "ppo", "--env", "ALE/Pongg-v5", "--out", str(tmp_path / "run"))
+    code, _, err = run_rlctl("train", "--algo", "ppo", "--env", "ALE/Pongg-v5", "--out", str(tmp_path / "run"))
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "unknown env 'ALE/Pongg-v5'" in err and "did you mean ALE/Pong-v5" in err
-    code, err = _rlctl(capsys, "train", "--algo", "ppo", "--env", "Pong-v5", "--out", str(tmp_path / "run"))  # EnvPool's name of it
+    code, _, err = run_rlctl("train", "--algo", "ppo", "--env", "Pong-v5", "--out", str(tmp_path / "run"))  # EnvPool's name of it
     assert code == 2 and "unknown env 'Pong-v5'" in err and "did you mean ALE/Pong-v5," in err  # the namespaced id first
-    code, err = _rlctl(capsys, "train", "--algo", "ppo", "--env", "nosuchpackage:Thing-v0", "--out", str(tmp_path / "run"))
+    code, _, err = run_rlctl("train", "--algo", "ppo", "--env", "nosuchpackage:Thing-v0", "--out", str(tmp_path / "run"))
     expected = "rlctl: error: env.id: cannot import module 'nosuchpackage' of 'nosuchpackage:Thing-v0' (ModuleNotFoundError: No module named 'nosuchpackage')"
     assert code == 2 and err.strip() == expected
     assert not (tmp_path / "run").exists()

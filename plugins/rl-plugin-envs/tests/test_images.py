@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import gymnasium
@@ -13,6 +10,7 @@ import pytest
 from envs_helpers import RandomPolicy, make
 
 import rlcore
+from rlcore_testing import run_rlctl
 
 pytest.importorskip("cv2", reason="the image wrappers need opencv-python-headless")
 
@@ -131,18 +129,16 @@ def test_pong_trains_from_the_command_line_and_eval_records_pong(ale, tmp_path: 
     pytest.importorskip("rl_plugin_pg")
     pytest.importorskip("rl_plugin_video")
     run = tmp_path / "pong"
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     wrappers = "env.wrappers={atari: {}, frame_stack: {stack_size: 4}}"
-    train = [sys.executable, "-m", "rlcore", "train", "--algo", "ppo", "--env", "ALE/Pong-v5", "--frames", "128", "--seed", "0", "--out", str(run),
+    train = ["train", "--algo", "ppo", "--env", "ALE/Pong-v5", "--frames", "128", "--seed", "0", "--out", str(run),
              "--set", wrappers, "--set", "env.num_envs=2", "--set", "collector.frames_per_batch=128", "--set", "algo.minibatches=2",
              "--set", "algo.epochs=1", "--set", "loggers.console=null",
              "--set", "env.kwargs={max_episode_steps: 600}"]  # fmt: skip  (600 emulator frames: 150 steps an episode)
-    done = subprocess.run(train, env=env, capture_output=True, text=True, timeout=240)
+    done = run_rlctl(*train)
     assert done.returncode == 0, done.stderr[-2000:]
     from rl_plugin_video import read_video
 
-    evaluate = [sys.executable, "-m", "rlcore", "eval", str(run), "--episodes", "1", "--video"]
-    evaluated = subprocess.run(evaluate, env=env, capture_output=True, text=True, timeout=240)
+    evaluated = run_rlctl("eval", str(run), "--episodes", "1", "--video")
     assert evaluated.returncode == 0, evaluated.stderr[-2000:]
     (video,) = (run / "videos").glob("eval_*.mp4")
     frames = read_video(video)

@@ -65,12 +65,12 @@ def test_each_algorithm_runs_on_a_continuous_env(tmp_path, algo):
 @pytest.mark.slow
 def test_rlctl_eval_acts_deterministically(tmp_path):
     import json
-    import subprocess
-    import sys
+
+    from rlcore_testing import run_rlctl
 
     _train(tmp_path, "ppo", 1024, "env.num_envs=2")
-    runs = [subprocess.run([sys.executable, "-m", "rlcore", "eval", str(tmp_path), "--episodes", "2"],
-                           capture_output=True, text=True, check=True) for _ in range(2)]
+    runs = [run_rlctl("eval", str(tmp_path), "--episodes", "2") for _ in range(2)]
+    assert [run.returncode for run in runs] == [0, 0], runs[0].stderr
     results = [json.loads(run.stdout) for run in runs]
     assert results[0]["episodes"] == 2
     assert results[0]["returns"] == results[1]["returns"]  # the mode, not samples: runs agree

@@ -135,15 +135,13 @@ def test_a_storage_larger_than_the_machine_is_refused_before_allocating(tmp_path
 
 @pytest.mark.slow
 def test_a_run_with_too_large_a_buffer_stops_with_one_line(tmp_path):
-    import subprocess
-    import sys
+    from rlcore_testing import run_rlctl
 
     for extra in ([], ["--set", "hooks.replay_buffer.sampler=prioritized"]):
         out = tmp_path / f"run{len(extra)}"
-        done = subprocess.run(
-            [sys.executable, "-m", "rlcore", "train", "--algo", "dqn", "--env", "CartPole-v1", "--frames", "2000", "--out", str(out),
-             "--set", "hooks.replay_buffer.capacity=1e13", *extra],
-            capture_output=True, text=True, timeout=300,
+        done = run_rlctl(
+            "train", "--algo", "dqn", "--env", "CartPole-v1", "--frames", "2000", "--out", str(out),
+            "--set", "hooks.replay_buffer.capacity=1e13", *extra,
         )  # fmt: skip
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 2, done.stderr

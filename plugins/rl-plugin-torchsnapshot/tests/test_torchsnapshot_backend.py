@@ -176,7 +176,7 @@ def test_write_failing_inside_torchsnapshot_leaves_no_checkpoint(tmp_path: Path,
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(FSStoragePlugin, "write", disk_full)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(CheckpointError, match=r"ckpt-000000000002: no space left .*ENOSPC.*last good one is ckpt-000000000001"):
         backend.save({"frames": 2, "w": torch.zeros(1000)}, frames=2)
     monkeypatch.undo()
 
