@@ -17,6 +17,8 @@ from rlcore_testing import pip_install, run_rlctl, use_site
 TEST_PLUGINS = Path(__file__).parent / "plugins"
 #: a plugin that makes every mistake an author can (tests/test_plugin_mistakes.py)
 INTRUDER = Path(__file__).parent / "mistakes" / "rl-plugin-intruder"
+#: plugins that never return (tests/test_plugin_mistakes.py)
+STUCK = Path(__file__).parent / "mistakes" / "rl-plugin-stuck"
 
 
 def _site(tmp_path_factory: pytest.TempPathFactory, name: str, projects: list[Path]) -> Path:
@@ -55,6 +57,12 @@ def intruder_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def intruder(intruder_site: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """rl-plugin-intruder, discoverable."""
     return _discoverable(intruder_site, monkeypatch)
+
+
+@pytest.fixture
+def stuck(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """rl-plugin-stuck, installed and discoverable."""
+    return _discoverable(_site(tmp_path_factory, "stuck", [STUCK]), monkeypatch)
 
 
 @pytest.fixture

@@ -75,6 +75,16 @@ def test_yaml_merge_keys_are_no_duplicates_and_keys_of_other_types_differ(tmp_pa
         yaml.load("{a: {b: 1, b: 2}}", Loader=rlcore._app.config.yaml_loader())
 
 
+def test_a_long_list_of_valid_choices_is_cut_the_nearest_first() -> None:
+    from rlcore._kernel.errors import valid_choices
+
+    names = [f"option_{i:02d}" for i in range(40)]
+    assert valid_choices(names[:3], "x") == "option_00, option_01, option_02"  # all, in order, where they fit
+    cut = valid_choices(names, "option_37x")
+    assert cut.startswith("option_37, ") and cut.endswith(" more)") and len(cut) < 180, cut
+    assert len(cut.split(", ")) - 1 + int(cut.rsplit("(", 1)[1].split()[0]) == 40  # the names listed and those counted
+
+
 @pytest.mark.slow
 def test_cli_bad_input_is_one_line_exit_2(with_plugins, tmp_path, rlctl):
     bad = tmp_path / "bad.yaml"

@@ -177,3 +177,74 @@ def test_env_kwargs_of_a_registered_env_are_checked_against_its_factory(intruder
     ends = [bool(env.step(env.action_space.sample())[3][0]) for _ in range(3)]
     env.close()
     assert ends == [False, False, True]  # truncated at its length (unless it fell first: seed 0 does not)
+
+
+@pytest.mark.slow
+def test_a_hook_that_never_returns_is_stopped_by_a_second_sigterm_that_names_it(intruder: Path, tmp_path: Path) -> None:
+    """The first SIGTERM waits for the batch, which never ends, and says where it is stuck; the second stops at once,
+    names the hook it stopped and what the run keeps, and exits 143 (a SIGTERM's code, as the first would have)."""
+    import csv
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    run = tmp_path / "run"
+    sets = ["collector.frames_per_batch=64", "trainer.save_trainer_interval=64", "trainer.progress_bar=false", "hooks.hangs={frames: 64}"]
+    argv = ["--plugin", "rl-plugin-pg", "--plugin", "intruder-factories", "train", "--algo", "ppo", "--out", str(run)]
+    process = subprocess.Popen([sys.executable, "-m", "rlcore", *argv, *(a for s in sets for a in ("--set", s))], stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (run / "hanging").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        time.sleep(6.0)  # (rlctl says where it is stuck after 5 s)
+        assert process.poll() is None  # the batch never ends, so neither does the run
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 143, err[-2000:]
+    assert "Traceback" not in err
+    hook = f"hook 'hangs' of {BY} at rl_post_optim"
+    assert f"rlctl: still running 5 s after the SIGTERM, in {hook}; a second SIGTERM stops at once" in err.splitlines(), err[-2000:]
+    assert err.strip().splitlines()[-1] == (
+        f"rlctl: SIGTERM again: stopped at once in {hook}; "
+        "the frames since its last checkpoint, ckpt-000000000064.pt, are lost (--resume continues from it)"
+    ), err[-2000:]
+    with open(run / "metrics.csv", newline="") as handle:
+        assert max(int(row["frames"]) for row in csv.DictReader(handle)) >= 64  # what was logged stays
+
+
+@pytest.mark.slow
+def test_a_plugin_that_never_returns_is_given_up_at_its_deadline_and_named(stuck: Path, tmp_path: Path, rlctl_bare: Any) -> None:
+    """Its import, or its registry hook, never returns: rlctl --help, plugins list and a run go on without it."""
+    env = {"RLCORE_PLUGIN_TIMEOUT": "1"}
+    assert rlctl_bare("--help", env=env, subprocess=True).returncode == 0
+    listed = rlctl_bare("plugins", "list", "--json", env=env, subprocess=True)
+    status = {p["name"]: p["status"] for p in json.loads(listed.stdout)}
+    assert status["stuck-import"] == "error: import failed: TimeoutError: did not return within 1 s (RLCORE_PLUGIN_TIMEOUT)"
+    assert status["stuck-registry"] == "error: rl_register_hooks failed: TimeoutError: did not return within 1 s (RLCORE_PLUGIN_TIMEOUT)"
+    args = ("--plugin", "rl-plugin-pg", "--plugin", "stuck-registry", "train", "--algo", "ppo", "--frames", "64", "--set", "collector.frames_per_batch=64")
+    done = rlctl_bare(*args, "--out", str(tmp_path / "run"), env=env, subprocess=True)
+    assert done.returncode == 0, done.stderr
+    assert "rlctl: warning: plugin 'stuck-registry' (rl-plugin-stuck) is not used: rl_register_hooks failed: TimeoutError" in done.stderr
+    refused = rlctl_bare("--help", env={"RLCORE_PLUGIN_TIMEOUT": "soon"}, subprocess=True)
+    assert refused.returncode == 2 and refused.stderr.strip() == (
+        "rlctl: error: RLCORE_PLUGIN_TIMEOUT: expected a number of seconds > 0 (or inf), got 'soon'"
+    )
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_a_plugin_is_imported_is_one_line_and_exit_130(stuck: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    process = subprocess.Popen([sys.executable, "-m", "rlcore", "plugins", "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)  # (the stuck import waits out its 60 s)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and err.strip() == "rlctl: interrupted while the plugins were loaded", err

@@ -6,10 +6,12 @@ the commands that use them, so that ``rlctl --help`` and ``rlctl plugins list`` 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
 import sys
+import threading
 import traceback
 import warnings
 from collections.abc import Sequence
@@ -19,13 +21,16 @@ from typing import Any
 import click
 
 from .._kernel.contracts import CONFIG_FILE
-from .._kernel.errors import ConfigError, RLCoreError, error_line, one_line
+from .._kernel.deadline import plugin_timeout, within
+from .._kernel.errors import ConfigError, RLCoreError, error_line, one_line, valid_choices
 from .._kernel.logger import Logger
 from .._kernel.manager import ENV_PLUGINS, PluginInfo, PluginManager, first_party_data, parse_names, where_failed
 from .plugins import describe, known_names, unknown_names, warn_broken
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 SIGNAL_EXIT: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143}
+#: seconds after a first signal before a run that has not stopped says where it is stuck
+STOPPING_SECONDS = 5.0
 
 
 def _preparse(argv: Sequence[str]) -> tuple[list[str] | None, list[str]]:
@@ -212,7 +217,12 @@ def make_cli(pm: PluginManager) -> click.Group:
             return SIGNAL_EXIT[signum]
         if trainer.resumed_from is not None:
             _say(f"rlctl: resumed from {trainer.resumed_from} at {trainer.collected_frames} frames")
-        trainer.train()
+        try:
+            trainer.train()
+        except KeyboardInterrupt as err:  # a second signal: at once, mid-batch
+            signum = received[-1] if received else signal.SIGINT
+            _say(f"\nrlctl: {signal.Signals(signum).name} again: stopped at once{_inside(err)}; {_kept(trainer)}")
+            return SIGNAL_EXIT[signum]
         why = f" (stopped: {trainer.stop_reason})" if trainer.stop_reason and not received else ""
         lost = "".join(f"; logger {name} {problem}, so it lacks values of this run" for name, problem in trainer.dropped_loggers.items())
         _say(f"rlctl: {trainer.collected_frames} frames, run directory {trainer.run_dir}{why}{lost}")
@@ -259,6 +269,35 @@ def _describe(info: PluginInfo) -> str:
     return "\n".join(lines)
 
 
+def _watch(trainer: Any, name: str) -> None:
+    """Say where the run is stuck (a plugin's hook that never returns) if it has not stopped
+    :data:`STOPPING_SECONDS` after the first signal ``name``."""
+    main = threading.main_thread().ident or 0  # (set: the main thread has started)
+
+    def check() -> None:
+        where = trainer.plugin_manager.running(sys._current_frames().get(main))
+        _say(f"rlctl: still running {STOPPING_SECONDS:g} s after the {name}{f', in {where}' if where else ''}; a second {name} stops at once")
+
+    timer = threading.Timer(STOPPING_SECONDS, check)
+    timer.daemon = True
+    timer.start()
+    trainer.after_shutdown(lambda _failure: timer.cancel())
+
+
+def _inside(error: BaseException) -> str:
+    """``" in plugin 'x' (rl-plugin-x) at rl_post_optim"`` where the trainer traced ``error`` to a plugin's hook, else ``""``."""
+    where = where_failed(error).removesuffix(": ")
+    return f" in {where}" if where else ""
+
+
+def _kept(trainer: Any) -> str:
+    """What a run stopped mid-batch keeps: its last checkpoint, which a resume continues from."""
+    saved = trainer.checkpoint.checkpoints() if trainer.checkpoint is not None else []
+    if not saved:
+        return "no checkpoint was written, so nothing of this run can be resumed"
+    return f"the frames since its last checkpoint, {saved[-1].name}, are lost (--resume continues from it)"
+
+
 def _interrupt_on_signals() -> list[int]:
     """While a run is built: SIGINT or SIGTERM interrupts the build (a ``KeyboardInterrupt``, so that what was
     built is closed, a local Ray cluster stopped among them); the list receives the signal.
@@ -280,16 +319,19 @@ def _interrupt_on_signals() -> list[int]:
 
 
 def _stop_on_signals(trainer: Any) -> list[int]:
-    """First SIGINT/SIGTERM: finish the batch, checkpoint, flush, exit 130/143. A second one interrupts at once."""
+    """First SIGINT/SIGTERM: finish the batch, checkpoint, flush, exit 130/143. A second one interrupts at once (the
+    list then holds both), a hook that never returns too."""
     received: list[int] = []
 
     def handler(signum: int, _frame: Any) -> None:
         if received:
+            received.append(signum)
             raise KeyboardInterrupt
         received.append(signum)
         _say(f"\nrlctl: {signal.Signals(signum).name}: finishing the batch and writing a checkpoint")
         Logger.stopped_by_signal = True  # the loggers end their runs as killed (MLflow's KILLED, W&B's exit code 130)
         trainer.stop()
+        _watch(trainer, signal.Signals(signum).name)
 
     Logger.stopped_by_signal = False
     for signum in SIGNAL_EXIT:
@@ -303,10 +345,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     only, block = _preparse(argv)
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
-        pm = PluginManager(only=only, block=block)
-        code = _check_names(pm, "--plugin" if only is not None else ENV_PLUGINS)
-        if code is None:
-            code = _run(build_cli(pm), argv)
+        try:
+            pm = PluginManager(only=only, block=block)
+            code = _check_names(pm, "--plugin" if only is not None else ENV_PLUGINS)
+            cli = build_cli(pm) if code is None else None
+        except KeyboardInterrupt:
+            _say("\nrlctl: interrupted while the plugins were loaded")
+            sys.exit(130)
+        except RLCoreError as err:  # (RLCORE_PLUGIN_TIMEOUT)
+            _echo_error(str(err))
+            sys.exit(EXIT_USAGE)
+        if cli is not None:
+            code = _run(cli, argv)
     sys.exit(code)
 
 
@@ -318,7 +368,7 @@ def _check_names(pm: PluginManager, source: str) -> int | None:
         warnings.warn(f"--no-plugin {name}: no installed plugin has that name", stacklevel=2)
     if not only:
         return None
-    _echo_error(f"{source}: no installed plugin is named {only[0]!r} (valid choices: {', '.join(known_names(pm)) or 'none installed'})")
+    _echo_error(f"{source}: no installed plugin is named {only[0]!r} (valid choices: {valid_choices(known_names(pm), only[0]) or 'none installed'})")
     return EXIT_USAGE
 
 
@@ -355,10 +405,11 @@ def build_cli(pm: PluginManager) -> click.Group:
     out of the run (its other hooks, envs and hooks by name with it), as one whose registry hook fails.
     """
     cli = make_cli(pm)
+    seconds = plugin_timeout()
     for impl in pm.hook.rl_register_commands.get_hookimpls():
         before = dict(cli.commands)
         try:
-            impl.function(cli=cli)
+            within(functools.partial(impl.function, cli=cli), seconds)
             replaced = [name for name, command in before.items() if cli.commands.get(name) is not command]
             if replaced:
                 raise ValueError(f"it replaces the command {replaced[0]!r}; add a command of another name")

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 import yaml
 
-from .._kernel.errors import ConfigError, first_line, shown
+from .._kernel.errors import ConfigError, first_line, shown, valid_choices
 from .._kernel.manager import PluginManager, get_plugin_manager
 from .._kernel.options import REQUIRED, ImportPath, Range, options_of, validate_options
 from ..hookspecs import LIFECYCLE_HOOKS, LOOP_HOOKS, REGISTRIES
@@ -363,7 +363,7 @@ def _collector_section(values: Mapping[str, Any], plugin_manager: PluginManager)
     given = {k: v for k, v in values.items() if k not in kernel_keys}
     unknown = [k for k in given if k not in declared]
     if unknown and not open_ended:
-        raise ConfigError(f"unknown key collector.{unknown[0]} (valid choices: {', '.join([*kernel_keys, *declared])})")
+        raise ConfigError(f"unknown key collector.{unknown[0]} (valid choices: {valid_choices([*kernel_keys, *declared], unknown[0])})")
     defaults = {n: o.default for n, o in declared.items() if o.default is not REQUIRED}
     return {**kernel, **validate_options("collector", factory, {**defaults, **given}, COLLECTOR_ARGUMENTS)}
 

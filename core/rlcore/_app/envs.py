@@ -12,7 +12,7 @@ from functools import partial
 from importlib.metadata import entry_points
 from typing import Annotated, Any, Literal
 
-from .._kernel.errors import ConfigError, PluginError, error_line
+from .._kernel.errors import ConfigError, PluginError, error_line, valid_choices
 from .._kernel.manager import PluginManager, get_plugin_manager
 from .._kernel.options import Range, check_value, import_module, validate_options
 
@@ -235,7 +235,7 @@ def check_env(env_id: str, kwargs: Mapping[str, Any], plugin_manager: PluginMana
     names += [n for n in _MAKE_KWARGS if n not in names]  # (gymnasium.make's own)
     for key in kwargs:
         if key not in names:
-            raise ConfigError(f"env.kwargs.{key}: {env_id} takes no such argument (valid choices: {', '.join(names) or 'none'})")
+            raise ConfigError(f"env.kwargs.{key}: {env_id} takes no such argument (valid choices: {valid_choices(names, key) or 'none'})")
 
 
 def get_stats_random_rollout(

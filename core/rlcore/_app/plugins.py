@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable
 from typing import Any
 
+from .._kernel.deadline import plugin_timeout, within
 from .._kernel.errors import one_line
 from .._kernel.manager import CORE_DISTRIBUTION, PluginInfo, PluginManager, first_party
 from .._kernel.registry import entries
@@ -19,6 +21,7 @@ def describe(pm: PluginManager, commands: Callable[[Any], list[str]]) -> list[Pl
 
     :param commands: what a plugin's ``rl_register_commands`` adds to ``rlctl``.
     """
+    seconds = plugin_timeout()
     for info in pm.infos.values():
         plugin = pm.get_plugin(info.name)
         if plugin is None or not info.ok:
@@ -28,7 +31,7 @@ def describe(pm: PluginManager, commands: Callable[[Any], list[str]]) -> list[Pl
             if impl is None or hook_name not in info.hooks:
                 continue
             try:
-                names = [name for name, _ in entries(impl(), kind)]
+                names = [name for name, _ in entries(within(impl, seconds), kind)]
             except TypeError as err:
                 info.status = f"error: {hook_name} {err}"
                 break
@@ -38,7 +41,7 @@ def describe(pm: PluginManager, commands: Callable[[Any], list[str]]) -> list[Pl
             info.provides[kind] = sorted(names)
         if "rl_register_commands" in info.hooks and info.ok:
             try:
-                info.provides["commands"] = commands(plugin)
+                info.provides["commands"] = within(functools.partial(commands, plugin), seconds)
             except Exception as err:
                 info.status = f"error: rl_register_commands failed: {one_line(err)}"
     providers: dict[tuple[str, str], list[PluginInfo]] = {}

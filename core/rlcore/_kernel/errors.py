@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import difflib
 import reprlib
+from collections.abc import Iterable
 from typing import Any
 
 _SHOWN = reprlib.Repr()  # (keyword arguments from Python 3.12 only)
 _SHOWN.maxlevel, _SHOWN.maxdict, _SHOWN.maxlist, _SHOWN.maxtuple, _SHOWN.maxset = 3, 6, 6, 6, 6
 _SHOWN.maxstring, _SHOWN.maxlong, _SHOWN.maxother = 80, 40, 80
+#: the characters of valid choices that a message lists, so that its line stays under 300
+CHOICES_LENGTH = 160
 
 
 class RLCoreError(Exception):
@@ -50,3 +54,18 @@ def shown(value: Any) -> str:
         return _SHOWN.repr(value)
     except ValueError:  # an integer past the conversion limit of int -> str
         return f"<an integer of {value.bit_length()} bits>"
+
+
+def valid_choices(names: Iterable[object], given: object = None) -> str:
+    """The valid choices of a one-line message, comma-separated: all of them where they fit in :data:`CHOICES_LENGTH`
+    characters, else those nearest to ``given`` (what the user wrote) first, as many more as fit, and how many are left."""
+    texts = [str(name) for name in names]
+    if len(", ".join(texts)) <= CHOICES_LENGTH:
+        return ", ".join(texts)
+    near = difflib.get_close_matches(str(given)[:100], texts, n=3) if given is not None else []
+    kept: list[str] = []
+    for text in [*near, *(t for t in texts if t not in near)]:
+        if kept and len(", ".join([*kept, text])) > CHOICES_LENGTH:
+            break
+        kept.append(text)
+    return f"{', '.join(kept)}, ... ({len(texts) - len(kept)} more)"

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import sys
+import types
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -27,7 +28,8 @@ import pluggy
 from .. import hookspecs
 from .._markers import PROJECT
 from ..hookspecs import REGISTRIES
-from .errors import ConfigError, PluginError, one_line
+from .deadline import plugin_timeout, within
+from .errors import ConfigError, PluginError, one_line, valid_choices
 from .registry import collect
 
 ENTRY_POINT_GROUP = "rlcore.plugins"
@@ -176,6 +178,7 @@ class PluginManager(pluggy.PluginManager):
             dist = ep.dist.name if ep.dist else "?"
             return dist != CORE_DISTRIBUTION, ep.name, not self._wanted(ep.name, dist), not first_party(ep.name, dist)
 
+        seconds = plugin_timeout()
         for ep in sorted(_installed(tuple(sys.path)), key=order):
             dist = ep.dist.name if ep.dist else "?"
             info = PluginInfo(ep.name, dist, ep.dist.version if ep.dist else "?", ep.value)
@@ -194,7 +197,7 @@ class PluginManager(pluggy.PluginManager):
                 self.set_blocked(ep.name)
                 continue
             try:
-                plugin = ep.load()
+                plugin = within(ep.load, seconds)
             except BaseException as err:
                 if isinstance(err, KeyboardInterrupt):
                     raise
@@ -268,7 +271,7 @@ class PluginManager(pluggy.PluginManager):
         """``{name: (plugin name, factory)}`` for one registry kind (see :data:`rlcore.hookspecs.REGISTRIES`)."""
         if kind not in self._registries:
             broken: list[tuple[str, str]] = []
-            found = collect(getattr(self.hook, REGISTRIES[kind]), kind, lambda plugin, message: broken.append((plugin, message)))
+            found = collect(getattr(self.hook, REGISTRIES[kind]), kind, lambda plugin, message: broken.append((plugin, message)), plugin_timeout())
             if broken and any([self.leave_out(plugin, message) for plugin, message in broken]):
                 self._registries.clear()  # (what they registered in other kinds goes too)
                 return self.registry(kind)
@@ -323,7 +326,7 @@ class PluginManager(pluggy.PluginManager):
         ]
         if unloaded and not hint:  # (what they provide is not known without loading them)
             hint = f"; installed but not loaded in this run (--plugin, --no-plugin, RLCORE_PLUGINS): {', '.join(unloaded)}"
-        choices = ", ".join(sorted(n for n in registry if "*" not in n)) or "none loaded"
+        choices = valid_choices(sorted(n for n in registry if "*" not in n), name) or "none loaded"
         patterns = [n for n in registry if "*" in n]
         if patterns:
             choices += f", or a name of the form {' or '.join(patterns)}"
@@ -489,21 +492,41 @@ class PluginManager(pluggy.PluginManager):
 
         :return: the hook implementation it went through, if any.
         """
+        frames = []
+        traceback = error.__traceback__
+        while traceback is not None:
+            frames.append(traceback.tb_frame)
+            traceback = traceback.tb_next
+        found = self._hook_in(frames)
+        if found is None:
+            _marked(error, self, None, "")
+            return None
+        impl, hook_name = found
+        _marked(error, self, impl.plugin_name, f"at {hook_name}")
+        return impl
+
+    def running(self, frame: types.FrameType | None) -> str:
+        """``"hook 'x' of plugin 'y' (rl-plugin-y) at rl_post_optim"``: the plugin's hook that the stack of ``frame`` (a
+        thread's innermost frame, ``sys._current_frames()``) is in, outermost first; ``""`` outside any."""
+        frames = []
+        while frame is not None:
+            frames.append(frame)
+            frame = frame.f_back
+        found = self._hook_in(reversed(frames))
+        return f"{_label(self, found[0].plugin_name)} at {found[1]}" if found is not None else ""
+
+    def _hook_in(self, frames: Iterable[types.FrameType]) -> tuple[pluggy.HookImpl, str] | None:
+        """The first of ``frames`` that runs a hook implementation: ``(implementation, hook name)``."""
         codes: dict[Any, list[tuple[pluggy.HookImpl, str]]] = {}
         for hook_name, caller in vars(self.hook).items():
             for impl in caller.get_hookimpls():
                 function = getattr(impl.function, "__func__", impl.function)
                 codes.setdefault(getattr(function, "__code__", None), []).append((impl, hook_name))
-        traceback = error.__traceback__
-        while traceback is not None:
-            frame = traceback.tb_frame
+        for frame in frames:
             for impl, hook_name in codes.get(frame.f_code, ()):
                 owner = getattr(impl.function, "__self__", None)
                 if owner is None or owner is frame.f_locals.get("self"):
-                    _marked(error, self, impl.plugin_name, f"at {hook_name}")
-                    return impl
-            traceback = traceback.tb_next
-        _marked(error, self, None, "")
+                    return impl, hook_name
         return None
 
 
@@ -514,7 +537,7 @@ def _marked(error: E, pm: PluginManager, plugin: str | None, doing: str) -> E:
     The kernel's stand-ins (``rlcore.loss_module``, an op's ``rlcore.op...``) and ``plugin=None`` (code the loop calls outside
     hooks: the loss module, the envs) give way to the plugin whose code raised it, from its traceback.
     """
-    if getattr(error, "rlcore_where", None) is None and not isinstance(error, (KeyboardInterrupt, SystemExit)):
+    if getattr(error, "rlcore_where", None) is None and not isinstance(error, SystemExit):  # (a KeyboardInterrupt too: where it stopped a hook)
         label = _label(pm, plugin) if plugin is not None else None
         if plugin is None or plugin.startswith(f"{PROJECT}."):
             label = _raised_in(pm, error) or label
@@ -559,7 +582,12 @@ def _a(noun: str) -> str:
 
 
 def _label(pm: PluginManager, plugin: str) -> str:
-    """``plugin 'x' (rl-plugin-x)``: a plugin as messages name it."""
+    """``plugin 'x' (rl-plugin-x)``: a plugin as messages name it; a hook of the config's ``hooks`` section (registered
+    as ``hooks.<name>``) as ``hook 'name' of plugin 'x' (rl-plugin-x)``."""
+    section, _, name = plugin.partition(".")
+    provider = pm.provider("hooks", name) if section == "hooks" and name else None
+    if provider is not None:
+        return f"hook {name!r} of {_label(pm, provider[0])}"
     info = pm.infos.get(plugin)
     dist = f" ({info.distribution})" if info is not None and info.distribution else ""
     return f"plugin {plugin!r}{dist}"

@@ -30,7 +30,7 @@ from pathlib import Path, PurePath
 from typing import Annotated, Any, Literal, Union
 
 from .contracts import OWN_ENTRIES
-from .errors import ConfigError, shown
+from .errors import ConfigError, shown, valid_choices
 
 #: The default of an option that has none (a required option).
 REQUIRED: Any = inspect.Parameter.empty
@@ -178,7 +178,7 @@ def validate_options(
             if open_ended:
                 out[name] = value
                 continue
-            raise ConfigError(f"unknown key {key}.{name} (valid choices: {', '.join(declared) or 'none'})")
+            raise ConfigError(f"unknown key {key}.{name} (valid choices: {valid_choices(declared, name) or 'none'})")
         out[name] = check_value(f"{key}.{name}", value, option.type)
     missing = [n for n, o in declared.items() if o.default is REQUIRED and n not in values]
     if missing:
@@ -267,7 +267,7 @@ def check_value(key: str, value: Any, annotation: Any) -> Any:
                 raise ConfigError(f"unknown key {key}.{name}{choices}")
             check_value(f"{key}.{name}", item, args[1])
     if _origin(annotation) is Literal or _is_literal_in_union(annotation):
-        choices = ", ".join(str(c) for c in _literal_choices(annotation))
+        choices = valid_choices(_literal_choices(annotation), value)
         raise ConfigError(f"{key}: unknown value {shown(value)} (valid choices: {choices})")
     raise ConfigError(f"{key}: expected {describe(annotation)}, got {shown(value)}")
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, make_dataclass
 from typing import Any
 
 from ..hookspecs import REGISTRIES
+from .deadline import within
 from .errors import PluginError, error_line, first_line
 from .options import options_of
 
@@ -96,7 +98,7 @@ def _shape(value: Any) -> str:
     return f"a {type(value).__name__} of {', '.join(sorted({type(v).__name__ for v in value})) or 'nothing'}"
 
 
-def collect(hook_caller: Any, kind: str, on_error: Callable[[str, str], None]) -> dict[str, tuple[str, Any]]:
+def collect(hook_caller: Any, kind: str, on_error: Callable[[str, str], None], seconds: float = math.inf) -> dict[str, tuple[str, Any]]:
     """Merge one registry hook's results into ``{name: (plugin name, factory)}``.
 
     A plugin whose hook raises or returns something else than it should is left out, and
@@ -105,13 +107,14 @@ def collect(hook_caller: Any, kind: str, on_error: Callable[[str, str], None]) -
     :param hook_caller: the pluggy hook caller of the registry hook.
     :param kind: the registry kind, for error messages.
     :param on_error: called for each plugin left out.
+    :param seconds: how long one plugin's hook may take (:func:`rlcore._kernel.deadline.within`).
     :raises PluginError: when two plugins register the same name.
     """
     found: dict[str, tuple[str, Any]] = {}
     hook_name = REGISTRIES[kind]
     for impl in reversed(hook_caller.get_hookimpls()):
         try:
-            items = entries(impl.function(), kind)
+            items = entries(within(impl.function, seconds), kind)
         except Exception as err:  # a plugin may raise anything: it is left out, never the host
             on_error(impl.plugin_name, f"{hook_name} {_error_text(err)}")
             continue

@@ -345,6 +345,11 @@ class Trainer:
         """The modules registered with :meth:`register_module`, by name (each one's state is in every checkpoint)."""
         return self._modules
 
+    @property
+    def ops(self) -> Mapping[str, list[Callable[..., Any]]]:
+        """The ops given to :meth:`register_op`, by hook point, in the order they are called (a copy)."""
+        return {point: [op.op for _, op in ops] for point, ops in self._ops.items()}
+
     def register_module(self, module_name: str, module: Any) -> None:
         """Include ``module``'s ``state_dict`` in every checkpoint under ``module_name``.
 

@@ -312,8 +312,15 @@ class OffPolicyLoss:
     target_hook: Any = None
 
     @hookimpl
-    def rl_setup(self) -> None:
-        """Refuse a run without a replay buffer, or with target networks that nothing updates; flush denormals."""
+    def rl_setup(self, trainer: Any) -> None:
+        """Refuse a run without a replay buffer, or with target networks that nothing updates; flush denormals.
+
+        A buffer's ``sample`` or an updater's ``step`` given to ``trainer.register_op`` by hand, as the seeds do, counts.
+        """
+        fed_by = [hook for hook in _op_owners(trainer, "process_optim_batch") if isinstance(hook, ReplayBufferTrainer)]
+        updated_by = [hook for hook in _op_owners(trainer, "post_optim") if getattr(hook, "loss_module", None) is self]
+        self.replay_hook = self.replay_hook or next(iter(fed_by), None)
+        self.target_hook = self.target_hook or next(iter(updated_by), None)
         if self.replay_hook is None:
             raise ConfigError(
                 "hooks.replay_buffer: this algorithm learns from the samples of a replay buffer, and the config has none "
@@ -329,3 +336,9 @@ class OffPolicyLoss:
     @hookimpl
     def rl_shutdown(self) -> None:
         flush_denormal(False)
+
+
+
+def _op_owners(trainer: Any, point: str) -> list[Any]:
+    """The objects whose bound methods were given to ``trainer.register_op`` at ``point``."""
+    return [owner for op in trainer.ops.get(point, []) if (owner := getattr(op, "__self__", None)) is not None]

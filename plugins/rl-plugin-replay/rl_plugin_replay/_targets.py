@@ -93,6 +93,11 @@ class _TargetUpdate(TrainerHookBase):
         _tensors(loss_module)  # fail now for a module without target networks
         self._loss_module, self._online, self._target = loss_module, [], []
 
+    @property
+    def loss_module(self) -> Any:
+        """The loss module whose target networks this updates (``None`` until it is given one, or registered)."""
+        return self._loss_module
+
     @torch.no_grad()
     def step(self) -> None:
         """One optimizer step done: update the targets if it is the ``interval``-th since the last update."""

@@ -286,6 +286,34 @@ def test_the_readme_loss_trains_with_the_hooks_and_refuses_to_run_without_them(t
     assert logged.last("train/epsilon") == pytest.approx(loss.policy.epsilon) and loss.policy.epsilon < 1
 
 
+def test_the_seeds_hand_registered_buffer_and_updater_ops_count(tmp_path):
+    """TorchRL's own pattern: the buffer's extend, sample and update_priority and the updater's step given to
+    register_op by hand, no register(); the off-policy loss trains on them instead of refusing the run."""
+    env = rlcore.make_vector_env("CartPole-v1", 2)
+    loss = readme_loss_class()(nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2)), env.single_action_space, init_random_frames=0)
+    trainer = rlcore.Trainer(
+        collector=rlcore.Collector(env, loss.policy, FRAMES_PER_BATCH),
+        loss_module=loss,
+        optimizer=torch.optim.Adam(loss.parameters(), lr=1e-3),
+        total_frames=128,
+        optim_steps_per_batch=STEPS,
+        seed=0,
+        progress_bar=False,
+        plugin_manager=rlcore.PluginManager(discover=False),
+        run_dir=tmp_path,
+    )
+    buffer = ReplayBufferTrainer(make_replay_buffer(200, sampler="prioritized"), batch_size=BATCH, flatten_tensordicts=True)
+    updater = HardUpdate(loss, interval=2)
+    trainer.register_op("batch_process", buffer.extend)
+    trainer.register_op("process_optim_batch", buffer.sample)
+    trainer.register_op("post_loss", buffer.update_priority)
+    trainer.register_op("post_optim", updater.step)
+    assert trainer.ops["process_optim_batch"] == [buffer.sample] and trainer.ops["post_optim"] == [updater.step]
+    trainer.train()
+    assert len(buffer.replay_buffer) == 128 and trainer.optim_steps == STEPS * 4
+    assert updater.steps == trainer.optim_steps and torch.equal(loss.qnet[0].weight, loss.target_qnet[0].weight) == (updater.steps % 2 == 0)
+
+
 def test_frames_rendered_for_videos_stay_out_of_the_buffer(make_transitions):
     from rl_plugin_replay import replay_buffer
 

@@ -146,9 +146,9 @@ class TD3Loss(OffPolicyLoss, nn.Module):
         self.updates = int(state["updates"])
 
     @hookimpl
-    def rl_setup(self) -> None:
+    def rl_setup(self, trainer: Any) -> None:
         """The replay plugin's checks; then a word when the targets and the actor move on different steps."""
-        super().rl_setup()
+        super().rl_setup(trainer)
         interval = getattr(self.target_hook, "interval", None)
         if interval is not None and interval != self.policy_delay:
             warnings.warn(

@@ -56,5 +56,5 @@ def test_config_hooks_run_with_the_run_builder(run_dir: Path) -> None:
 
 
 def test_unknown_option_is_refused_by_the_config(run_dir: Path) -> None:
-    with pytest.raises(rlcore.ConfigError, match=r"unknown key hooks\.evaluation\.episode \(valid choices: record_interval, episodes"):
+    with pytest.raises(rlcore.ConfigError, match=r"unknown key hooks\.evaluation\.episode \(valid choices: episodes, record_interval, "):
         rlcore.build_trainer(_config({"evaluation": {"episode": 3}}), run_dir, plugin_manager=_plugin_manager())

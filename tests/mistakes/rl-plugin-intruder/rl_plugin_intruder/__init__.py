@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
 from typing import Annotated, Any
 
 import rlcore
@@ -101,6 +103,21 @@ class _OpRaises(rlcore.TrainerHookBase):
         pass
 
 
+class _Hangs:
+    """A hook whose ``rl_post_optim`` never returns once the run has collected more than ``frames`` (a stuck plugin);
+    it touches ``RUN_DIR/hanging`` when it starts to hang."""
+
+    def __init__(self, frames: int = 64) -> None:
+        self.frames = frames
+
+    @hookimpl
+    def rl_post_optim(self, trainer: Any) -> None:
+        if trainer.collected_frames > self.frames:
+            (Path(trainer.run_dir) / "hanging").touch()
+            while True:
+                time.sleep(0.05)
+
+
 def _needs_a_module() -> Any:
     """A hook whose dependency is not installed."""
     import nosuch_dependency  # type: ignore[import-not-found]
@@ -130,7 +147,7 @@ class factories:
     @staticmethod
     @hookimpl
     def rl_register_hooks() -> Any:
-        return {"returns_none": lambda: None, "returns_int": lambda: 3, "raises": _raises, "typo": _Typo, "counts": _Counts, "op_raises": _OpRaises, "needs_a_module": _needs_a_module}
+        return {"returns_none": lambda: None, "returns_int": lambda: 3, "raises": _raises, "typo": _Typo, "counts": _Counts, "op_raises": _OpRaises, "needs_a_module": _needs_a_module, "hangs": _Hangs}
 
     @staticmethod
     @hookimpl
