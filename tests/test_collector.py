@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gymnasium
 import numpy as np
 import pytest
 import torch
@@ -151,3 +152,57 @@ def test_an_async_env_whose_wrapper_is_refused_is_closed(tmp_path):
     code = "import rlcore\nrlcore.make_vector_env('CartPole-v1', 2, vectorization='async', wrappers={'nosuch': {}})\n"  # the error not caught
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert result.returncode == 1 and "ConfigError: env.wrappers: unknown env wrapper 'nosuch'" in result.stderr, result.stderr
+
+
+class _Steps(gymnasium.Env):
+    """An env whose whole state is its step count, saved as docs/plugins.md says: ``state_dict``/``load_state_dict``."""
+
+    observation_space = gymnasium.spaces.Box(0.0, 1e6, (1,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def __init__(self, render_mode: str | None = None) -> None:
+        self.steps = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.steps = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.steps += 1
+        return np.array([self.steps], np.float32), 1.0, self.steps >= 1000, False, {}
+
+    def state_dict(self) -> dict:
+        return {"steps": self.steps}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.steps = int(state["steps"])
+
+
+class _StepsPlugin:
+    @rlcore.hookimpl
+    def rl_register_envs(self) -> dict:
+        return {"Steps-v0": _Steps}
+
+
+class _FirstObservations:
+    def __init__(self) -> None:
+        self.seen: list[list[float]] = []
+
+    @rlcore.hookimpl
+    def rl_batch_process(self, batch) -> None:
+        self.seen.append(batch["observation"][:, 0, 0].tolist())
+
+
+def test_a_single_env_that_saves_itself_continues_its_episodes_after_a_resume(tmp_path):
+    from rlcore_testing import make_trainer
+
+    whole = _FirstObservations()
+    make_trainer(tmp_path / "whole", plugins=[_StepsPlugin()], env_id="Steps-v0", total_frames=96, hooks={"seen": whole}).train()
+    make_trainer(tmp_path / "stopped", plugins=[_StepsPlugin()], env_id="Steps-v0", total_frames=64).train()
+    resumed = _FirstObservations()
+    trainer = make_trainer(tmp_path / "stopped", plugins=[_StepsPlugin()], env_id="Steps-v0", total_frames=96, hooks={"seen": resumed})
+    trainer.load_from_file()
+    trainer.train()
+    assert whole.seen == [[0.0, 0.0], [16.0, 16.0], [32.0, 32.0]]  # 2 envs x 16 steps a batch, one episode
+    assert resumed.seen == whole.seen[-1:]  # the third batch goes on from step 32, not from a fresh episode

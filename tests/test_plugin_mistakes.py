@@ -179,6 +179,15 @@ def test_env_kwargs_of_a_registered_env_are_checked_against_its_factory(intruder
     assert ends == [False, False, True]  # truncated at its length (unless it fell first: seed 0 does not)
 
 
+def test_the_resolved_config_pins_the_defaults_of_a_registered_envs_options(intruder: Path) -> None:
+    """As a hook's or a logger's: config.yaml then reproduces the run if the plugin's defaults change."""
+    pm = runs_pm()
+    resolved = rlcore.load_config(algo={"name": "ppo"}, env={"id": "Intruder-v0"}, plugin_manager=pm)
+    assert resolved["env"]["kwargs"] == {"length": 5, "render_mode": None}
+    given = rlcore.load_config(algo={"name": "ppo"}, env={"id": "Intruder-v0", "kwargs": {"length": 7}}, plugin_manager=pm)
+    assert given["env"]["kwargs"] == {"length": 7, "render_mode": None}
+
+
 @pytest.mark.slow
 def test_a_hook_that_never_returns_is_stopped_by_a_second_sigterm_that_names_it(intruder: Path, tmp_path: Path) -> None:
     """The first SIGTERM waits for the batch, which never ends, and says where it is stuck; the second stops at once,

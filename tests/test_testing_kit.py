@@ -351,6 +351,7 @@ def test_make_trainer_uses_the_wrappers_and_hooks_of_the_plugins_it_is_given(tmp
         make_trainer(tmp_path / "d", hooks={"counter": 2})
 
 
+@pytest.mark.slow  # (a subprocess)
 def test_run_rlctl_in_this_process_says_what_a_subprocess_says_and_restores_what_it_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -674,3 +675,18 @@ def test_every_logger_is_flushed_before_each_checkpoint(toy_pm, tmp_path):
     trainer.train()
     assert [frames for frames, _, _ in kept_at_save] == [64, 128, 192, 256]
     assert all(kept == frames and buffered == 0 for frames, kept, buffered in kept_at_save), kept_at_save
+
+
+def test_a_checkpoint_saved_after_the_run_ended_does_not_wait_for_its_closed_loggers(toy_pm, tmp_path):
+    """A script that trains, then saves once more: the loggers are closed, so there is nothing to flush or wait for,
+    and none is dropped for a wait that could never end."""
+    logger = KeptOnFlush("run", tmp_path)
+    trainer = make_trainer(toy_pm, tmp_path, logger_timeout=1)
+    guarded = trainer.guard(logger)
+    trainer.loggers.append(guarded)
+    trainer.train()
+    trainer.collected_frames += 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (a dropped logger warns)
+        trainer.save_trainer(force_save=True)
+    assert trainer.dropped_loggers == {} and guarded.wait() and guarded.problem() is None

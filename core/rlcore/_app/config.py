@@ -341,7 +341,10 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: PluginManager) -> di
             raise ConfigError(f"hooks.{hook}: {name} cannot train without it (its default: {default})")
 
     config["env"]["wrappers"] = checked_wrappers(config["env"]["wrappers"], plugin_manager)
-    plugin_manager.factory("vectorizations", config["env"]["vectorization"], key="env.vectorization")
+    vectorization = plugin_manager.factory("vectorizations", config["env"]["vectorization"], key="env.vectorization")
+    registered = plugin_manager.registry("envs").get(config["env"]["id"])
+    if registered is not None and not getattr(vectorization, "own_kwargs", False):  # an env of rl_register_envs: its options, all, as a hook's
+        config["env"]["kwargs"] = validate_options("env.kwargs", registered[1], config["env"]["kwargs"], defaults=True)
     source = "CKPT_BACKEND" if backend and config["checkpoint"]["backend"] == backend and "backend" not in user.get("checkpoint", {}) else None
     plugin_manager.factory("checkpoint_backends", config["checkpoint"]["backend"], key=source or "checkpoint.backend")
     config[PLUGINS_KEY] = participants(config, plugin_manager)

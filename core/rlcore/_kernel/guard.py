@@ -43,6 +43,7 @@ class GuardedLogger(Logger):
         self._error: BaseException | None = None
         self._late = False  # a wait() ran past the deadline: calls were left unwritten
         self._abandoned = False  # dropped: the worker runs nothing more and ends
+        self._closed = False  # closed: the worker has ended, and a call after it writes nothing
         self._thread = threading.Thread(target=self._work, name=f"rlcore-logger-{name}", daemon=True)
         self._thread.start()
         if not isinstance(logger, Logger):
@@ -69,11 +70,15 @@ class GuardedLogger(Logger):
                 done.set()
 
     def _submit(self, method: str, *args: Any, **kwargs: Any) -> None:
-        self._calls.put((lambda: getattr(self.logger, method)(*args, **kwargs), None))
+        if not self._closed:
+            self._calls.put((lambda: getattr(self.logger, method)(*args, **kwargs), None))
 
     # ------------------------------------------------------------------ health
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait until every call queued so far has run; ``False`` if that takes more than ``timeout`` (default: the deadline)."""
+        """Wait until every call queued so far has run; ``False`` if that takes more than ``timeout`` (default: the deadline).
+        Once closed, there is nothing to wait for."""
+        if self._closed:
+            return True
         done = threading.Event()
         self._calls.put((lambda: None, done))
         finished = done.wait(self.timeout if timeout is None else timeout)
@@ -139,10 +144,13 @@ class GuardedLogger(Logger):
         block), the logger's ``close`` runs in that exception's context too, as it would in the
         calling thread: backends read ``sys.exc_info()`` to mark a failed or killed run.
         """
+        if self._closed:
+            return
         error = sys.exc_info()[1]
         self._calls.put((partial(self._close_within, error), None))
         self.wait()
         self._calls.put((_STOP, None))
+        self._closed = True
 
     def _close_within(self, error: BaseException | None) -> None:
         if self.logger is None:

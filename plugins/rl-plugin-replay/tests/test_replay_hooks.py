@@ -248,23 +248,25 @@ def readme_loss_class():
     return namespace["MyQLoss"]
 
 
+def trainer_of(loss, run_dir, total_frames=256, **kwargs):
+    """A hand-built trainer of ``loss`` on CartPole, with no hook: what a TorchRL script starts from."""
+    return rlcore.Trainer(
+        collector=rlcore.Collector(rlcore.make_vector_env("CartPole-v1", 2), loss.policy, FRAMES_PER_BATCH),
+        loss_module=loss,
+        optimizer=torch.optim.Adam(loss.parameters(), lr=1e-3, fused=True),
+        total_frames=total_frames,
+        optim_steps_per_batch=STEPS,
+        seed=0,
+        progress_bar=False,
+        plugin_manager=rlcore.PluginManager(discover=False),
+        run_dir=run_dir,
+        **kwargs,
+    )
+
+
 def test_the_readme_loss_trains_with_the_hooks_and_refuses_to_run_without_them(tmp_path):
     env = rlcore.make_vector_env("CartPole-v1", 2)
     loss = readme_loss_class()(nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2)), env.single_action_space, init_random_frames=64)
-
-    def trainer_of(loss, run_dir, **kwargs):
-        return rlcore.Trainer(
-            collector=rlcore.Collector(rlcore.make_vector_env("CartPole-v1", 2), loss.policy, FRAMES_PER_BATCH),
-            loss_module=loss,
-            optimizer=torch.optim.Adam(loss.parameters(), lr=1e-3, fused=True),
-            total_frames=256,
-            optim_steps_per_batch=STEPS,
-            seed=0,
-            progress_bar=False,
-            plugin_manager=rlcore.PluginManager(discover=False),
-            run_dir=run_dir,
-            **kwargs,
-        )
 
     def replay(trainer):
         ReplayBufferTrainer(make_replay_buffer(200, sampler="prioritized"), batch_size=BATCH, flatten_tensordicts=True).register(trainer)
@@ -291,17 +293,7 @@ def test_the_seeds_hand_registered_buffer_and_updater_ops_count(tmp_path):
     register_op by hand, no register(); the off-policy loss trains on them instead of refusing the run."""
     env = rlcore.make_vector_env("CartPole-v1", 2)
     loss = readme_loss_class()(nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2)), env.single_action_space, init_random_frames=0)
-    trainer = rlcore.Trainer(
-        collector=rlcore.Collector(env, loss.policy, FRAMES_PER_BATCH),
-        loss_module=loss,
-        optimizer=torch.optim.Adam(loss.parameters(), lr=1e-3),
-        total_frames=128,
-        optim_steps_per_batch=STEPS,
-        seed=0,
-        progress_bar=False,
-        plugin_manager=rlcore.PluginManager(discover=False),
-        run_dir=tmp_path,
-    )
+    trainer = trainer_of(loss, tmp_path, total_frames=128)
     buffer = ReplayBufferTrainer(make_replay_buffer(200, sampler="prioritized"), batch_size=BATCH, flatten_tensordicts=True)
     updater = HardUpdate(loss, interval=2)
     trainer.register_op("batch_process", buffer.extend)

@@ -40,7 +40,7 @@ def rl_world(config: dict[str, Any]) -> Ranks | None:
     if num_envs % world_size:
         raise ConfigError(
             f"env.num_envs: {num_envs} envs do not split over {world_size} torchrun ranks (each runs env.num_envs / {world_size}; "
-            f"valid choices: a multiple of {world_size})"
+            f"valid choices: a multiple of {world_size}, e.g. --set env.num_envs={-(-num_envs // world_size) * world_size})"
         )
     if config["collector"]["name"] != "local":
         raise ConfigError(
