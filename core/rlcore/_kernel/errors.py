@@ -60,8 +60,9 @@ def valid_choices(names: Iterable[object], given: object = None) -> str:
     """The valid choices of a one-line message, comma-separated: all of them where they fit in :data:`CHOICES_LENGTH`
     characters, else those nearest to ``given`` (what the user wrote) first, as many more as fit, and how many are left."""
     texts = [str(name) for name in names]
-    if len(", ".join(texts)) <= CHOICES_LENGTH:
-        return ", ".join(texts)
+    listed = ", ".join(texts)
+    if len(listed) <= CHOICES_LENGTH:
+        return listed
     near = difflib.get_close_matches(str(given)[:100], texts, n=3) if given is not None else []
     kept: list[str] = []
     for text in [*near, *(t for t in texts if t not in near)]:

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import sys
+import traceback
 import types
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -492,12 +493,7 @@ class PluginManager(pluggy.PluginManager):
 
         :return: the hook implementation it went through, if any.
         """
-        frames = []
-        traceback = error.__traceback__
-        while traceback is not None:
-            frames.append(traceback.tb_frame)
-            traceback = traceback.tb_next
-        found = self._hook_in(frames)
+        found = self._hook_in(frame for frame, _ in traceback.walk_tb(error.__traceback__))
         if found is None:
             _marked(error, self, None, "")
             return None
@@ -508,11 +504,7 @@ class PluginManager(pluggy.PluginManager):
     def running(self, frame: types.FrameType | None) -> str:
         """``"hook 'x' of plugin 'y' (rl-plugin-y) at rl_post_optim"``: the plugin's hook that the stack of ``frame`` (a
         thread's innermost frame, ``sys._current_frames()``) is in, outermost first; ``""`` outside any."""
-        frames = []
-        while frame is not None:
-            frames.append(frame)
-            frame = frame.f_back
-        found = self._hook_in(reversed(frames))
+        found = self._hook_in(reversed([f for f, _ in traceback.walk_stack(frame)])) if frame is not None else None
         return f"{_label(self, found[0].plugin_name)} at {found[1]}" if found is not None else ""
 
     def _hook_in(self, frames: Iterable[types.FrameType]) -> tuple[pluggy.HookImpl, str] | None:
@@ -562,9 +554,7 @@ def _raised_in(pm: PluginManager, error: BaseException) -> str | None:
         if module.partition(".")[0] not in (PROJECT, "builtins"):
             owners.setdefault(module, []).append(name)
     found = None
-    traceback = error.__traceback__
-    while traceback is not None:
-        frame = traceback.tb_frame
+    for frame, _ in traceback.walk_tb(error.__traceback__):
         module = frame.f_globals.get("__name__", "")
         owner = max((m for m in owners if module == m or module.startswith(f"{m}.")), key=len, default=None)
         if owner is not None:
@@ -572,7 +562,6 @@ def _raised_in(pm: PluginManager, error: BaseException) -> str | None:
             names = installed or owners[owner]
             label = _label(pm, names[0]) if len(names) == 1 or not installed else pm.infos[names[0]].distribution
             found = f"{label} in {module}.{getattr(frame.f_code, 'co_qualname', frame.f_code.co_name)}"
-        traceback = traceback.tb_next
     return found
 
 

@@ -105,22 +105,27 @@ class Checks:
         self.steps_per_batch.append((trainer.collected_frames, trainer.optim_steps - self._steps_before))
 
 
-def make_trainer(tmp_path, frames: int = 256, frame_skip: int = 1, beta: float = 0.4, **hook_options):
-    env = rlcore.make_vector_env("CartPole-v1", 2)
-    torch.manual_seed(0)
-    loss = TinyQ(env)
-    trainer = rlcore.Trainer(
-        collector=rlcore.Collector(env, loss.policy, FRAMES_PER_BATCH),
+def trainer_of(loss, run_dir, total_frames=256, env=None, optimizer=None, **kwargs):
+    """A hand-built trainer of ``loss`` on CartPole (``env``: 2 envs of it), with no hook: what a TorchRL script starts from."""
+    return rlcore.Trainer(
+        collector=rlcore.Collector(env or rlcore.make_vector_env("CartPole-v1", 2), loss.policy, FRAMES_PER_BATCH),
         loss_module=loss,
-        optimizer=torch.optim.Adam(loss.parameters(), lr=1e-2),
-        total_frames=frames,
-        frame_skip=frame_skip,
+        optimizer=optimizer or torch.optim.Adam(loss.parameters(), lr=1e-3, fused=True),
+        total_frames=total_frames,
         optim_steps_per_batch=STEPS,
         seed=0,
         progress_bar=False,
         plugin_manager=rlcore.PluginManager(discover=False),
-        run_dir=tmp_path,
+        run_dir=run_dir,
+        **kwargs,
     )
+
+
+def make_trainer(tmp_path, frames: int = 256, frame_skip: int = 1, beta: float = 0.4, **hook_options):
+    env = rlcore.make_vector_env("CartPole-v1", 2)
+    torch.manual_seed(0)
+    loss = TinyQ(env)
+    trainer = trainer_of(loss, tmp_path, frames, env, torch.optim.Adam(loss.parameters(), lr=1e-2), frame_skip=frame_skip)
     options = {"flatten_tensordicts": True, **hook_options}
     hook = ReplayBufferTrainer(make_replay_buffer(200, sampler="prioritized", beta=beta), batch_size=BATCH, **options)
     hook.register(trainer)
@@ -246,22 +251,6 @@ def readme_loss_class():
     namespace: dict = {}
     exec(compile(code, "README.md", "exec"), namespace)
     return namespace["MyQLoss"]
-
-
-def trainer_of(loss, run_dir, total_frames=256, **kwargs):
-    """A hand-built trainer of ``loss`` on CartPole, with no hook: what a TorchRL script starts from."""
-    return rlcore.Trainer(
-        collector=rlcore.Collector(rlcore.make_vector_env("CartPole-v1", 2), loss.policy, FRAMES_PER_BATCH),
-        loss_module=loss,
-        optimizer=torch.optim.Adam(loss.parameters(), lr=1e-3, fused=True),
-        total_frames=total_frames,
-        optim_steps_per_batch=STEPS,
-        seed=0,
-        progress_bar=False,
-        plugin_manager=rlcore.PluginManager(discover=False),
-        run_dir=run_dir,
-        **kwargs,
-    )
 
 
 def test_the_readme_loss_trains_with_the_hooks_and_refuses_to_run_without_them(tmp_path):
