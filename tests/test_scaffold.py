@@ -16,7 +16,6 @@ from rlcore._app import scaffold as scaffold_module
 from rlcore._app.scaffold import check_name, next_steps, scaffold
 from rlcore_testing import pip_install, rlctl_plugins_list
 
-NAME = "scaffold-demo"  # an entry-point name no other test plugin uses
 ROOT = Path(__file__).parents[1]
 RUN: dict[str, Any] = {"capture_output": True, "text": True, "timeout": 180}
 
@@ -27,52 +26,66 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return {**env, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONDONTWRITEBYTECODE": "1", **extra}
 
 
+#: a plugin of each kind, named so that no other test plugin has its entry point; what it provides; its tests
+KINDS = {
+    "hook": ("demo-hook", {"hooks": ["demo_hook"]}, 6),
+    "algorithm": ("demo-algorithm", {"algorithms": ["demo-algorithm"]}, 7),
+    "env": ("demo-env", {"envs": ["DemoEnv-v0"]}, 6),
+    "logger": ("demo-logger", {"loggers": ["demo_logger"]}, 11),
+}
+
+
 @pytest.mark.slow
-def test_new_then_pip_install_then_pytest_passes(tmp_path: Path) -> None:
-    """``rlctl plugins new X && pip install ./X && pytest X``, as the issue says, in a user's shell.
+def test_new_then_pip_install_then_pytest_passes_for_every_kind(tmp_path: Path) -> None:
+    """``rlctl plugins new X --kind K && pip install ./X && pytest X``, as a user's shell runs them, for every kind.
 
     pip installs into a site of its own (``--target``, on ``PYTHONPATH``), so that the installed
-    distribution, not the source tree, is what the generated tests and ``rlctl`` meet.
+    distributions, not the source trees, are what the generated tests and ``rlctl`` meet.
     """
-    new = subprocess.run([sys.executable, "-m", "rlcore", "plugins", "new", NAME], cwd=tmp_path, env=_clean_env(), **RUN)
-    assert new.returncode == 0, new.stderr
-    project = tmp_path / f"rl-plugin-{NAME}"
-    assert pip_install([project], tmp_path / "site") == [f"rl-plugin-{NAME}"]
+    projects = []
+    for kind, (name, _, _) in KINDS.items():
+        new = subprocess.run([sys.executable, "-m", "rlcore", "plugins", "new", name, "--kind", kind], cwd=tmp_path, env=_clean_env(), **RUN)
+        assert new.returncode == 0, new.stderr
+        projects.append(tmp_path / f"rl-plugin-{name}")
+    assert pip_install(projects, tmp_path / "site") == sorted(p.name for p in projects)
     env = _clean_env(PYTHONPATH=str(tmp_path / "site"))
 
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", project.name], cwd=tmp_path, env=env, **RUN)
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *(p.name for p in projects)]
+    tests = subprocess.run(args, cwd=tmp_path, env=env, **{**RUN, "timeout": 600})
     assert tests.returncode == 0, tests.stdout + tests.stderr
-    assert "6 passed" in tests.stdout, tests.stdout
+    assert f"{sum(count for _, _, count in KINDS.values())} passed" in tests.stdout, tests.stdout
 
-    info = rlctl_plugins_list(env=env).entry(NAME)
-    assert (info["status"], info["distribution"], info["version"]) == ("ok", f"rl-plugin-{NAME}", "0.1.0")
-    assert info["provides"] == {"hooks": ["scaffold_demo"]}
-    assert not list(project.rglob("*.egg-info")) and not (project / "build").exists()  # pip built a copy
+    listing = rlctl_plugins_list(env=env)
+    for name, provides, _ in KINDS.values():
+        info = listing.entry(name)
+        assert (info["status"], info["distribution"], info["version"], info["provides"]) == ("ok", f"rl-plugin-{name}", "0.1.0", provides)
+    assert not list(tmp_path.rglob("*.egg-info")) and not list(tmp_path.glob("*/build"))  # pip built copies
 
 
 def test_generated_code_is_lint_clean_in_the_house_style(tmp_path: Path) -> None:
     pytest.importorskip("ruff")
-    project = scaffold(NAME, tmp_path)
+    projects = [str(scaffold(name, tmp_path, kind)) for kind, (name, _, _) in KINDS.items()]
     config = str(ROOT / "pyproject.toml")
-    lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--config", config, str(project)], **RUN)
+    lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--config", config, *projects], **RUN)
     assert lint.returncode == 0, lint.stdout + lint.stderr
-    for path in project.rglob("*.py"):
+    for path in tmp_path.rglob("*.py"):
         compile(path.read_text(encoding="utf-8"), str(path), "exec")
 
 
 def test_templates_are_package_data_with_no_placeholder_left(tmp_path: Path) -> None:
     tomllib = pytest.importorskip("tomllib")
     package = Path(rlcore.__file__).parent
-    templates = {p for p in (package / "templates" / "plugin").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    templates = {p for p in (package / "templates").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     assert templates and all(p.name.endswith(".tmpl") for p in templates), templates
+    assert {p.relative_to(package / "templates").parts[0] for p in templates} == {"common", *KINDS}
     globs = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]["rlcore"]
     shipped = {p for pattern in globs for p in package.glob(pattern)}
     assert templates <= shipped, f"not in rl-core's package data: {sorted(templates - shipped)}"
-    project = scaffold("reward-stats", tmp_path)
-    for path in project.rglob("*"):
-        if path.is_file():
-            text = path.read_text(encoding="utf-8")
-            assert not re.search(r"\$\{?[a-z_]+", text), f"{path}: placeholder left"
+    for kind in KINDS:
+        for path in scaffold("reward-stats", tmp_path / kind, kind).rglob("*"):
+            if path.is_file():
+                text = path.read_text(encoding="utf-8")
+                assert not re.search(r"\$\{?[a-z_]+", text), f"{path}: placeholder left"
     constants = [name for name, value in vars(scaffold_module).items() if isinstance(value, str) and "\n" in value and name != "__doc__"]
     assert not constants, f"templates belong in rlcore/templates/, not in scaffold.py: {constants}"
 
@@ -155,3 +168,9 @@ def test_a_name_whose_distribution_is_installed_is_warned_about(tmp_path: Path) 
     with pytest.warns(UserWarning, match=r"^rl-plugin-early-stopping \S+ is installed already; installing the new package replaces it$"):
         scaffold("early-stopping", tmp_path)
     assert (tmp_path / "rl-plugin-early-stopping" / "pyproject.toml").is_file()
+
+
+def test_an_unknown_kind_is_a_one_line_config_error_naming_the_kinds(tmp_path: Path) -> None:
+    with pytest.raises(rlcore.ConfigError, match=r"^--kind: unknown kind 'wrapper' \(valid choices: hook, algorithm, env, logger\)$"):
+        scaffold("reward-stats", tmp_path, "wrapper")
+    assert not any(tmp_path.iterdir())

@@ -1,6 +1,6 @@
 """``rlctl``: list plugins, train, evaluate, show configs. Plugins add sub-commands through ``rl_register_commands``.
 
-Lazy imports: the modules that build and run a run (``config``, ``build``, ``evaluate``, ``scaffold``) are imported by
+Lazy imports: the modules that build and run a run (``config``, ``build``, ``evaluate``) are imported by
 the commands that use them, so that ``rlctl --help`` and ``rlctl plugins list`` import no torch.
 """
 
@@ -26,6 +26,7 @@ from .._kernel.errors import ConfigError, RLCoreError, error_line, one_line, val
 from .._kernel.logger import Logger
 from .._kernel.manager import ENV_PLUGINS, PluginInfo, PluginManager, first_party_data, parse_names, where_failed
 from .plugins import describe, known_names, unknown_names, warn_broken
+from .scaffold import KINDS, next_steps, scaffold
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 SIGNAL_EXIT: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -107,11 +108,12 @@ def make_cli(pm: PluginManager) -> click.Group:
     @click.option(
         "--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True, help="Where to create rl-plugin-NAME/."
     )
-    def plugins_new(name: str, directory: Path) -> None:
+    @click.option(
+        "--kind", type=click.Choice(list(KINDS)), default="hook", show_default=True, help="What the plugin provides."
+    )
+    def plugins_new(name: str, directory: Path, kind: str) -> None:
         """Scaffold rl-plugin-NAME/: a plugin package that installs and passes its own tests as generated."""
-        from .scaffold import next_steps, scaffold  # (lazy: rlctl --help imports no torch; so below)
-
-        click.echo(next_steps(scaffold(name, directory)))
+        click.echo(next_steps(scaffold(name, directory, kind)))
 
     @cli.group()
     def config() -> None:

@@ -1,11 +1,12 @@
-"""``rlctl plugins new NAME``: scaffold a third-party plugin package that installs and passes its tests as generated.
+"""``rlctl plugins new NAME --kind KIND``: scaffold a third-party plugin package that installs and passes its tests as generated.
 
-The package ``rl-plugin-NAME/`` holds a light top module that registers one example hook through
-``rl_register_hooks``, the hook itself (a :class:`rlcore.TrainerHookBase`) in a submodule, a
+The package ``rl-plugin-NAME/`` holds a light top module that registers one example of its kind (a hook,
+an algorithm, an env or a logger) through the registry hook, the example itself in a submodule, a
 README and tests written with rl-core's kit for plugin authors (:mod:`rlcore_testing`). The
-templates are files of rl-core's package data (``rlcore/templates/plugin/``): their names and
-text are :class:`string.Template` strings (``$module``), so the Python code in them needs no brace
-escaping, and every name ends with ``.tmpl`` so that no tool takes a template for a module.
+templates are files of rl-core's package data: ``rlcore/templates/common/`` for every kind, then
+``rlcore/templates/KIND/``. Their names and text are :class:`string.Template` strings (``$module``), so
+the Python code in them needs no brace escaping, and every name ends with ``.tmpl`` so that no tool
+takes a template for a module.
 """
 
 from __future__ import annotations
@@ -31,8 +32,16 @@ NAME_PATTERN = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 DIST_PREFIX = "rl-plugin-"
 VALID_FORM = "lowercase letters, digits and single dashes, starting with a letter (e.g. 'reward-stats')"
 
-#: the package ``rl-plugin-NAME/`` as :class:`string.Template` files (``$name``), shipped as rl-core's package data
-TEMPLATE = ("templates", "plugin")
+#: what a plugin package can be scaffolded for: the example it starts from, as its ``pyproject.toml`` describes it
+KINDS = {
+    "hook": "the $snake hook",
+    "algorithm": "the $name algorithm",
+    "env": "the env $env_id",
+    "logger": "the $snake logger",
+}
+#: where the package ``rl-plugin-NAME/`` is, as :class:`string.Template` files (``$name``), in rl-core's package data:
+#: ``common/`` and the kind's folder
+TEMPLATES = "templates"
 #: what ends every template file's name
 TEMPLATE_SUFFIX = ".tmpl"
 
@@ -63,26 +72,33 @@ def check_name(name: str) -> None:
         raise ConfigError(f"invalid plugin name {name!r}: rl-core's own {DIST_PREFIX}{name} has it; choose another")
 
 
-def scaffold(name: str, directory: Path) -> Path:
+def scaffold(name: str, directory: Path, kind: str = "hook") -> Path:
     """Write the package ``directory/rl-plugin-<name>/``, ready to ``pip install`` and test.
 
     :param name: the plugin's short name (lowercase letters, digits and dashes, starting with a
-        letter); the entry point is ``name``, the module ``rl_plugin_<name with underscores>``,
-        the example hook ``<name with underscores>``.
+        letter); the entry point is ``name``, the module ``rl_plugin_<name with underscores>``; the
+        example hook or logger is ``<name with underscores>``, the algorithm ``<name>``, the env
+        ``<Name>-v0`` (``reward-stats``: ``RewardStats-v0``).
     :param directory: where the package directory is created (made if missing).
+    :param kind: one of :data:`KINDS`: what the plugin provides.
     :return: the package directory.
-    :raises ConfigError: for an invalid name, or when the package directory already exists.
+    :raises ConfigError: for an invalid name or kind, or when the package directory already exists.
     """
     check_name(name)
-    hook = name.replace("-", "_")
+    if kind not in KINDS:
+        raise ConfigError(f"--kind: unknown kind {kind!r} (valid choices: {', '.join(KINDS)})")
+    snake, camel = name.replace("-", "_"), "".join(part.capitalize() for part in name.split("-"))
     values = {
         "name": name,
         "dist": f"{DIST_PREFIX}{name}",
-        "module": f"rl_plugin_{hook}",
-        "hook": hook,
-        "cls": "".join(part.capitalize() for part in name.split("-")) + "Hook",
+        "module": f"rl_plugin_{snake}",
+        "snake": snake,
+        "camel": camel,
+        "cls": camel + {"hook": "Hook", "algorithm": "Loss", "env": "Env", "logger": "Logger"}[kind],
+        "env_id": f"{camel}-v0",
         "core_version": ".".join(metadata.version("rl-core").split(".")[:2]),
     }
+    values["summary"] = Template(KINDS[kind]).substitute(values)
     project = Path(directory) / values["dist"]
     if project.exists():
         raise ConfigError(f"{project} already exists; remove it or choose another NAME or --dir")
@@ -92,10 +108,8 @@ def scaffold(name: str, directory: Path) -> Path:
         pass
     else:  # (installing the new one would replace it: same distribution, entry point and module)
         warnings.warn(f"{values['dist']} {installed} is installed already; installing the new package replaces it", stacklevel=2)
-    root = files("rlcore")
-    for part in TEMPLATE:
-        root = root.joinpath(part)
-    for template_path, template in _template_files(root):
+    templates = files("rlcore").joinpath(TEMPLATES)
+    for template_path, template in (*_template_files(templates.joinpath("common")), *_template_files(templates.joinpath(kind))):
         path = project / Template(template_path).substitute(values)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(Template(template).substitute(values), encoding="utf-8")
@@ -119,4 +133,4 @@ def next_steps(project: Path) -> str:
     )
 
 
-__all__ = ["check_name", "next_steps", "scaffold"]
+__all__ = ["KINDS", "check_name", "next_steps", "scaffold"]
