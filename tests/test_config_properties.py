@@ -3,12 +3,17 @@
 Hypothesis draws a key of the kernel's sections, of a first-party algorithm, logger or hook, and a
 value of any type, as a user would write it after ``--set KEY=``. Whatever it is, the config is
 refused with a one-line :class:`rlcore.ConfigError` (under 300 characters as rlctl prints it) and no run folder, or the run is built and
-trains its first batch.
+trains its first batch; and never with more than 1 GiB of memory (a YAML alias bomb once spent it on an error message).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import yaml
@@ -34,6 +39,9 @@ EXTRA = {
     "loggers.csv": {"filename": "metrics.csv"},
     "loggers.console": {"every": 100, "keys": ["perf/fps"]},
 }
+ALIAS_BOMB = "{" + ", ".join(  # about 400 bytes that expand to 9**9 (387 million) items
+    f"{name}: &{name} [{', '.join([f'*{previous}' if previous else 'lol'] * 9)}]" for previous, name in zip(["", *"abcdefgh"], "abcdefghi")
+) + "}"
 VALUES = st.one_of(
     st.none(),
     st.booleans(),
@@ -41,6 +49,7 @@ VALUES = st.one_of(
     # sizes up to a few thousand: a valid size is built and trains its first batch, and a batch of 1e30 frames never ends
     st.floats(min_value=-1e4, max_value=1e4, width=32),
     st.sampled_from([float("nan"), float("inf"), float("-inf")]),
+    st.just(ALIAS_BOMB),
     st.sampled_from(["abc", "", "cpu", "sync", "../x", "/tmp", "1e3", "3e-4", "[1, 2]", "{a: 1}", "null", "CartPole-v1"]),
     st.text(max_size=6),
     st.lists(st.integers(-2, 300), max_size=3),
@@ -64,6 +73,32 @@ class StopAfterOneBatch:
         trainer.stop()
 
 
+MEMORY_BOUND = 1 << 30  # bytes a value may cost, over what the process held before
+
+
+@contextlib.contextmanager
+def peak_memory() -> Iterator[list[int]]:
+    """The most resident memory this process gained over the block, sampled every 2 ms (``[bytes]`` once it ends)."""
+    page, start, peak, done = os.sysconf("SC_PAGE_SIZE"), _resident(), [0], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.002):
+            peak[0] = max(peak[0], _resident() * page - start * page)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield peak
+    finally:
+        done.set()
+        sampler.join()
+
+
+def _resident() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1])
+
+
 def as_typed(value: object) -> str:
     """The text a user would type after ``KEY=`` for ``value``."""
     if isinstance(value, str):
@@ -82,13 +117,19 @@ def test_any_value_of_any_key_starts_or_is_refused_in_one_line(data, tmp_path_fa
     enable = [f"{section}.{rest.split('.')[0]}={{}}"] if f"{section}.{rest.split('.')[0]}" in EXTRA else []
     overrides = [*BASES[algo], "loggers.console=null", "checkpoint.keep_last=1", *enable, f"{key}={value}"]
     run = tmp_path_factory.mktemp("prop") / "run"
+    with peak_memory() as peak:
+        starts_or_is_refused(algo, overrides, run)
+    assert peak[0] < MEMORY_BOUND, f"{key}={value}: {peak[0] / MEMORY_BOUND:.1f} GiB"
+
+
+def starts_or_is_refused(algo: str, overrides: list[str], run: Path) -> None:
     try:
         config = rlcore.load_config(algo={"name": algo}, overrides=overrides)
         trainer = rlcore.build_trainer(config, run_dir=run)
     except (rlcore.ConfigError, rlcore.PluginError) as err:
         message = str(err)
         assert message and "\n" not in message and len(f"rlctl: error: {message}") < 300, message
-        assert not run.exists(), f"{key}={value}: a refused run left {run}"
+        assert not run.exists(), f"{overrides[-1]}: a refused run left {run}"
         return
     trainer.register_plugin(StopAfterOneBatch())
     try:

@@ -65,6 +65,7 @@ _LAZY = {
     "World": "._kernel.contracts",
     "error_line": "._kernel.errors",
     "first_line": "._kernel.errors",
+    "shown": "._kernel.errors",
     "REWARD_KEY": "._kernel.keys",
     "as_key": "._kernel.keys",
     "key_name": "._kernel.keys",
@@ -172,6 +173,7 @@ __all__ = [
     "rlctl",
     "run_path",
     "save_config",
+    "shown",
     "validate_fields",
     "validate_options",
 ]

@@ -16,7 +16,7 @@ import torch
 
 from .._kernel.checkpoint import CheckpointBackend, CheckpointError
 from .._kernel.contracts import CHECKPOINTS, CONFIG_FILE, World
-from .._kernel.errors import ConfigError, PluginError
+from .._kernel.errors import ConfigError, PluginError, shown
 from .._kernel.manager import PluginManager, first_party_data, get_plugin_manager
 from .._kernel.options import validate_options
 from .._kernel.trainer import Trainer, TrainerHookBase
@@ -376,7 +376,7 @@ def check_same_run(run_dir: Path, config: Mapping[str, Any], pm: PluginManager) 
         if (section, key) == ("env", "wrappers") and isinstance(was, Mapping) and isinstance(now, Mapping):
             was, now = checked_wrappers(was, pm), checked_wrappers(now, pm)
         if was is not None and now is not None and was != now:
-            raise ConfigError(f"{section}.{key}: the run in {run_dir} has {was!r}; resuming it with {now!r} is refused")
+            raise ConfigError(f"{section}.{key}: the run in {run_dir} has {shown(was)}; resuming it with {shown(now)} is refused")
 
 
 def _resume(trainer: Trainer) -> Path | None:

@@ -252,7 +252,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
-        raise ConfigError(f"--set {text!r}: expected KEY=VALUE, e.g. trainer.total_frames=50000")
+        raise ConfigError(f"--set {shown(text)}: expected KEY=VALUE, e.g. trainer.total_frames=50000")
     try:
         value = yaml.load(raw, Loader=yaml_loader()) if raw.strip() else ""
     except (yaml.YAMLError, RecursionError, ValueError):  # (not YAML, nested too deep, a number of 5,000 digits: the text)
@@ -270,7 +270,7 @@ def apply_overrides(config: dict[str, Any], overrides: Iterable[str]) -> dict[st
             if child is None:
                 child = node[part] = {}
             elif not isinstance(child, dict):
-                raise ConfigError(f"--set {text!r}: {part!r} is not a section")
+                raise ConfigError(f"--set {shown(text)}: {shown(part)} is not a section")
             node = child
         node[path[-1]] = value
     return config
@@ -291,9 +291,9 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: PluginManager) -> di
     """
     for section in user:
         if section not in (*SECTIONS, PLUGINS_KEY):
-            raise ConfigError(f"unknown section {section!r} (valid choices: {', '.join(SECTIONS)})")
+            raise ConfigError(f"unknown section {shown(section)} (valid choices: {', '.join(SECTIONS)})")
         if not isinstance(user[section], Mapping) and user[section] is not None:
-            raise ConfigError(f"{section}: expected a mapping, got {user[section]!r}")
+            raise ConfigError(f"{section}: expected a mapping, got {shown(user[section])}")
 
     for kind in REGISTRIES:  # a plugin whose registry hook fails takes no part in the run, whichever registry it is
         plugin_manager.registry(kind)
@@ -302,14 +302,14 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: PluginManager) -> di
     user = {k: v for k, v in user.items() if v is not None and k != PLUGINS_KEY}
     name = user.get("algo", {}).get("name", KERNEL_DEFAULTS["algo"]["name"])
     if not isinstance(name, str):
-        raise ConfigError(f"algo.name: expected a string, got {name!r}")
+        raise ConfigError(f"algo.name: expected a string, got {shown(name)}")
     algorithm = plugin_manager.factory("algorithms", name, key="algo.name")
     backend = os.environ.get("CKPT_BACKEND")
     defaults = merge(KERNEL_DEFAULTS, {"checkpoint": {"backend": backend}} if backend else {})
     defaults = merge(merge(defaults, {"algo": algorithm.option_defaults()}), algorithm.defaults)
     env_id = user.get("env", {}).get("id") or defaults["env"]["id"]
     if not isinstance(env_id, str):
-        raise ConfigError(f"env.id: expected a string, got {env_id!r}")
+        raise ConfigError(f"env.id: expected a string, got {shown(env_id)}")
     defaults = merge(defaults, algorithm.presets.get(env_id, {}))
     defaults["algo"]["name"] = name
     config = merge(defaults, user)
@@ -329,7 +329,7 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: PluginManager) -> di
     config["algo"] = {"name": name, **validate_options("algo", algorithm.option_types(), options)}
     for section in NAMED_SECTIONS:  # an entry set to null stays, as null: it removes a default one for good
         if not isinstance(config[section], Mapping):
-            raise ConfigError(f"{section}: expected a mapping of names to options, got {config[section]!r}")
+            raise ConfigError(f"{section}: expected a mapping of names to options, got {shown(config[section])}")
         for entry, values in config[section].items():
             if values is not None:
                 factory = plugin_manager.factory(section, entry, key=section)
@@ -410,7 +410,7 @@ def _check_recorded(recorded: Any) -> None:
     """Warn, one line each, about recorded plugin distributions that are missing or of another version."""
 
     if not isinstance(recorded, Mapping):
-        raise ConfigError(f"{PLUGINS_KEY}: expected a mapping of distributions to versions, got {recorded!r}")
+        raise ConfigError(f"{PLUGINS_KEY}: expected a mapping of distributions to versions, got {shown(recorded)}")
     for dist, version in recorded.items():
         try:
             installed = metadata.version(str(dist))

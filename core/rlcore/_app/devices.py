@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._kernel.errors import ConfigError
+from .._kernel.errors import ConfigError, shown
 
 
 def check_device(device: str, key: str) -> None:
@@ -22,7 +22,7 @@ def check_device(device: str, key: str) -> None:
     try:
         parsed = torch.device(device)
     except (RuntimeError, TypeError):
-        raise ConfigError(f"{key}: unknown device {device!r} (valid choices: {', '.join(available)})") from None
+        raise ConfigError(f"{key}: unknown device {shown(device)} (valid choices: {', '.join(available)})") from None
     index = parsed.index or 0
     usable = (
         (parsed.type == "cpu" and index == 0)
@@ -30,4 +30,4 @@ def check_device(device: str, key: str) -> None:
         or (parsed.type == "mps" and torch.backends.mps.is_available())
     )
     if not usable:
-        raise ConfigError(f"{key}: {device!r} is not available on this machine (valid choices: {', '.join(available)})")
+        raise ConfigError(f"{key}: {shown(device)} is not available on this machine (valid choices: {', '.join(available)})")

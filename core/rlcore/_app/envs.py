@@ -12,7 +12,7 @@ from functools import partial
 from importlib.metadata import entry_points
 from typing import Annotated, Any, Literal
 
-from .._kernel.errors import ConfigError, PluginError, error_line, valid_choices
+from .._kernel.errors import ConfigError, PluginError, error_line, shown, valid_choices
 from .._kernel.manager import PluginManager, get_plugin_manager
 from .._kernel.options import Range, check_value, import_module, validate_options
 
@@ -119,7 +119,7 @@ def env_maker(env_id: str, plugin_manager: PluginManager) -> tuple[Callable[...,
     package = next((pkg for prefix, pkg in REGISTERING_MODULES.items() if wanted.startswith(prefix)), None)
     if package is not None and namespace is not None and not any(n.startswith(f"{namespace}/") for n in gymnasium.registry):
         hint += f"; its ids come with the package {package[1]} (pip install {package[1]})"
-    raise ConfigError(f"env.id: unknown env {env_id!r} (neither a Gymnasium id nor a registered env{hint})")
+    raise ConfigError(f"env.id: unknown env {shown(env_id)} (neither a Gymnasium id nor a registered env{hint})")
 
 
 #: Packages that register Gymnasium ids when they are imported, by the ids' prefix: ``(module, pip name)``.
@@ -162,7 +162,7 @@ def gymnasium_id(env_id: str) -> str | None:
         try:
             import_module(module)  # as `python -m` finds it: a module of the working directory too
         except Exception as err:  # whatever it raises on import (a SyntaxError too)
-            raise ConfigError(f"env.id: cannot import module {module!r} of {env_id!r} ({error_line(err)})") from None
+            raise ConfigError(f"env.id: cannot import module {shown(module)} of {shown(name)} ({error_line(err)[:100]})") from None
     if name in gymnasium.registry:
         return name
     prefix = next((p for p in REGISTERING_MODULES if name.startswith(p)), None)

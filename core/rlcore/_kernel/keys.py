@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, shown
 
 #: a transition's reward in a collected batch (TorchRL's key)
 REWARD_KEY = ("next", "reward")
@@ -44,7 +44,7 @@ def require_keys(batch: Any, keys: Iterable[str | tuple[str, ...]], where: str, 
     if missing:
         have = ", ".join(sorted(key_name(k) for k in batch.keys(include_nested=True, leaves_only=True)))
         raise ConfigError(
-            f"{where}: the batch has no key {key_name(missing[0])!r}, which {reader} reads (the batch has: {have}); "
+            f"{where}: the batch has no key {shown(key_name(missing[0]))}, which {reader} reads (the batch has: {have}); "
             "a hook before it (select_keys?) left it out"
         )
 

@@ -30,7 +30,7 @@ from .. import hookspecs
 from .._markers import PROJECT
 from ..hookspecs import REGISTRIES
 from .deadline import plugin_timeout, within
-from .errors import ConfigError, PluginError, one_line, valid_choices
+from .errors import ConfigError, PluginError, one_line, shown, valid_choices
 from .registry import collect
 
 ENTRY_POINT_GROUP = "rlcore.plugins"
@@ -331,7 +331,7 @@ class PluginManager(pluggy.PluginManager):
         patterns = [n for n in registry if "*" in n]
         if patterns:
             choices += f", or a name of the form {' or '.join(patterns)}"
-        raise ConfigError(f"{where}unknown {singular} {name!r} (valid choices: {choices}){hint}")
+        raise ConfigError(f"{where}unknown {singular} {shown(name)} (valid choices: {choices}){hint}")
 
     @contextlib.contextmanager
     def making(self, kind: str, name: str) -> Iterator[str]:
@@ -508,18 +508,20 @@ class PluginManager(pluggy.PluginManager):
         return f"{_label(self, found[0].plugin_name)} at {found[1]}" if found is not None else ""
 
     def _hook_in(self, frames: Iterable[types.FrameType]) -> tuple[pluggy.HookImpl, str] | None:
-        """The first of ``frames`` that runs a hook implementation: ``(implementation, hook name)``."""
+        """The first of ``frames`` that runs a hook implementation: ``(implementation, hook name)``; a plain one before a
+        wrapper (pluggy throws an implementation's error into the wrappers around it, which puts them first)."""
         codes: dict[Any, list[tuple[pluggy.HookImpl, str]]] = {}
         for hook_name, caller in vars(self.hook).items():
             for impl in caller.get_hookimpls():
                 function = getattr(impl.function, "__func__", impl.function)
                 codes.setdefault(getattr(function, "__code__", None), []).append((impl, hook_name))
-        for frame in frames:
-            for impl, hook_name in codes.get(frame.f_code, ()):
-                owner = getattr(impl.function, "__self__", None)
-                if owner is None or owner is frame.f_locals.get("self"):
-                    return impl, hook_name
-        return None
+        found = [
+            (impl, hook_name)
+            for frame in frames
+            for impl, hook_name in codes.get(frame.f_code, ())
+            if getattr(impl.function, "__self__", None) in (None, frame.f_locals.get("self"))
+        ]
+        return min(found, key=lambda match: match[0].wrapper or match[0].hookwrapper, default=None)
 
 
 def _marked(error: E, pm: PluginManager, plugin: str | None, doing: str) -> E:

@@ -98,7 +98,7 @@ def run_path(run_dir: str | os.PathLike[str], relative: str | os.PathLike[str], 
     resolved = directory.resolve()
     target = (resolved / relative).resolve()
     if not target.is_relative_to(resolved) or target == resolved:  # through a link, or the directory itself
-        raise ConfigError(f"{key}: {str(relative)!r} is not a path inside the run directory")
+        raise ConfigError(f"{key}: {shown(str(relative))} is not a path inside the run directory")
     return directory / relative
 
 
@@ -167,7 +167,7 @@ def validate_options(
     :raises ConfigError: for an unknown option, a missing required one, or a bad value.
     """
     if not isinstance(values, Mapping):
-        raise ConfigError(f"{key}: expected a mapping of options, got {values!r}")
+        raise ConfigError(f"{key}: expected a mapping of options, got {shown(values)}")
     declared, open_ended = options_of(target)
     skipped = set(skip)
     declared = {n: o for n, o in declared.items() if n not in skipped}

@@ -419,10 +419,7 @@ class Trainer:
         for key, value in values.items():
             if not isinstance(key, str):
                 raise TypeError(f"cannot log {key!r}: a metric's name is a string, got {type(key).__name__}")
-            try:
-                number = _scalar(value)
-            except OverflowError:
-                raise ValueError(f"cannot log {key!r}: {str(value)[:20]}... is too large for a float") from None
+            number = _loggable(key, value)
             if number is None:
                 if not isinstance(value, (torch.Tensor, np.ndarray)):
                     raise TypeError(f"cannot log {key!r}: expected a number, a tensor or an array, got {type(value).__name__}")
@@ -512,16 +509,24 @@ class Trainer:
                 except (TypeError, ValueError, OverflowError) as err:  # a value no logger takes (a name, a type, 10**400)
                     raise self.plugin_manager.returned_by(plugin, hook_name, err) from None
 
-    def _accumulate(self, losses: Mapping[str, Any], stats: Iterable[Mapping[str, Any]]) -> None:
-        """Keep this step's scalar losses and the optimizer statistics of each ``rl_optimizer`` implementation;
+    def _accumulate(self, losses: Mapping[str, Any], stats: Iterable[tuple[str | None, Mapping[str, Any]]]) -> None:
+        """Keep this step's scalar losses and the optimizer statistics of each ``rl_optimizer`` implementation
+        (``(plugin, statistics)``, each value checked here, where the plugin that returned it is known);
         :meth:`_pop_step_stats` averages them."""
         kept = self._step_stats
         for key, value in losses.items():
             if isinstance(value, torch.Tensor) and value.numel() == 1:
                 name = f"loss/{key[5:]}" if key.startswith("loss_") else f"train/{key}"
                 kept.setdefault(name, []).append(value.detach())
-        for key, value in (item for one in stats for item in one.items()):
-            kept.setdefault(f"optim/{key}", []).append(value.detach() if isinstance(value, torch.Tensor) else value)
+        for plugin, one in stats:
+            for key, value in one.items():
+                if not (isinstance(value, torch.Tensor) and value.numel() == 1):  # (a tensor stays on its device: no sync)
+                    try:
+                        if _loggable(key, value) is None:
+                            raise TypeError(f"cannot log {key!r}: expected a number or a one-element tensor, got {type(value).__name__}")
+                    except (TypeError, ValueError) as err:
+                        raise self.plugin_manager.returned_by(plugin, "rl_optimizer", err) from None
+                kept.setdefault(f"optim/{key}", []).append(value.detach() if isinstance(value, torch.Tensor) else value)
 
     def _pop_step_stats(self) -> dict[str, float]:
         """The mean of each stat kept since the last call (one ``.tolist()``: one device sync)."""
@@ -714,7 +719,7 @@ class Trainer:
             with profiler.timed("loss forward"):
                 losses = self.loss_module(sub)
             hook.rl_post_loss(trainer=self, batch=sub, losses=losses)
-            stats = [one for _, one in pm.call_collecting("rl_optimizer", Mapping, trainer=self, losses=losses)]
+            stats = pm.call_collecting("rl_optimizer", Mapping, trainer=self, losses=losses)
             self.optim_steps += 1
             with profiler.timed("logging"):
                 self._accumulate(losses, stats)
@@ -833,6 +838,14 @@ def _scalar(value: Any) -> float | None:
     if (isinstance(value, torch.Tensor) and value.numel() == 1) or (isinstance(value, np.ndarray) and value.size == 1):
         return float(value.item())
     return None
+
+
+def _loggable(key: str, value: Any) -> float | None:
+    """:func:`_scalar` of the value logged as ``key``, with a ``ValueError`` naming it for a number too large for a float."""
+    try:
+        return _scalar(value)
+    except OverflowError:
+        raise ValueError(f"cannot log {key!r}: {str(value)[:20]}... is too large for a float") from None
 
 
 def _refuse_non_finite(state: Any, where: str) -> None:

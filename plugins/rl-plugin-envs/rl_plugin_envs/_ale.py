@@ -23,7 +23,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rlcore import ConfigError
+from rlcore import ConfigError, shown
 
 #: ``AtariVectorEnv`` options that rl-core sets itself
 _SET_HERE = ("game", "num_envs", "autoreset_mode", "batch_size")
@@ -56,7 +56,7 @@ def ale_options(env_id: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"env.vectorization: ale needs ale-py ({err}); pip install 'rl-plugin-envs[atari]'") from None
     settings = atari_settings(env_id)
     if settings is None:
-        raise ConfigError(f"env.vectorization: ale steps Atari games (ALE/Pong-v5, ...), not {env_id!r} (valid choices: sync, async)")
+        raise ConfigError(f"env.vectorization: ale steps Atari games (ALE/Pong-v5, ...), not {shown(env_id)} (valid choices: sync, async)")
     options = [name for name in inspect.signature(AtariVectorEnv).parameters if name not in _SET_HERE]
     unknown = [key for key in kwargs if key not in options]
     if unknown:
@@ -84,7 +84,7 @@ def ale_vector_env(make_env: Callable[[], Any], num_envs: int, *, env_id: str = 
     try:
         env = AtariVectorEnv(num_envs=num_envs, autoreset_mode=AutoresetMode.SAME_STEP, **options)
     except (TypeError, ValueError, RuntimeError, Error) as err:
-        raise ConfigError(f"env.kwargs: ale cannot make {env_id!r} with {kwargs} ({err})") from None
+        raise ConfigError(f"env.kwargs: ale cannot make {shown(env_id)} with {kwargs} ({err})") from None
     return rendering(env, render_mode, "ale")
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from rlcore import ConfigError
+from rlcore import ConfigError, shown
 
 
 def envpool_task(env_id: str) -> str:
@@ -48,7 +48,7 @@ def envpool_task(env_id: str) -> str:
     if task not in known:
         close = difflib.get_close_matches(task, known, n=5)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise ConfigError(f"env.vectorization: envpool has no env {task!r} (from env.id {env_id!r}){hint}")
+        raise ConfigError(f"env.vectorization: envpool has no env {shown(task)} (from env.id {shown(env_id)}){hint}")
     return task
 
 

@@ -8,7 +8,7 @@ Annotations stay real types (no postponed evaluation) so that rl-core's validato
 from functools import partial
 from typing import Annotated, Any, Literal
 
-from rlcore import Range
+from rlcore import Range, shown
 
 PositiveInt = Annotated[int, Range(ge=1)]
 PositiveFloat = Annotated[float, Range(gt=0)]
@@ -88,9 +88,9 @@ def fixed_normalize_observation(
     if source == "given" and (loc is None or scale is None):
         raise ConfigError(f"{key}.loc: source 'given' needs loc and scale")
     if source != "given" and (loc is not None or scale is not None):
-        raise ConfigError(f"{key}.source: loc and scale are given, so source must be 'given' (it is {source!r})")
+        raise ConfigError(f"{key}.source: loc and scale are given, so source must be 'given' (it is {shown(source)})")
     if source == "given" and np.any(np.asarray(scale, dtype=np.float64) <= 0):
-        raise ConfigError(f"{key}.scale: expected numbers > 0, got {scale!r}")
+        raise ConfigError(f"{key}.scale: expected numbers > 0, got {shown(scale)}")
     space = env.single_observation_space
     _warn_if_images("fixed_normalize_observation", env)
     if source == "bounds" and not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high)) and np.all(space.high > space.low)):
@@ -242,7 +242,7 @@ def pixels(env: Any, key: str = "pixels", height: PositiveInt | None = None, wid
 
     taken = ("observation", "action", "next", "sample_log_prob", "state_value", "advantage", "value_target")
     if key in taken or not key.isidentifier():
-        raise ConfigError(f"env.wrappers.pixels.key: expected a name of its own for the frames (a batch has {', '.join(taken)}), got {key!r}")
+        raise ConfigError(f"env.wrappers.pixels.key: expected a name of its own for the frames (a batch has {', '.join(taken)}), got {shown(key)}")
     if height is not None:
         _needs_cv2("pixels")
     return PixelRender(env, key=key, height=height, width=width, max_steps=max_steps)

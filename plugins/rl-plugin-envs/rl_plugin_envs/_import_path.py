@@ -21,7 +21,7 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import VectorWrapper
 
-from rlcore import ConfigError, error_line, import_object
+from rlcore import ConfigError, error_line, import_object, shown
 
 from ._rewards import with_raw
 
@@ -64,9 +64,9 @@ def load_wrapper_class(path: str) -> type:
     try:
         cls = import_object(path)
     except Exception as err:  # whatever its module raises on import (a SyntaxError too)
-        raise ConfigError(f"{key}: cannot import {path!r} ({error_line(err)})") from None
+        raise ConfigError(f"{key}: cannot import {shown(path)} ({error_line(err)})") from None
     if not (isinstance(cls, type) and issubclass(cls, (gymnasium.Wrapper, VectorWrapper))):
-        raise ConfigError(f"{key}: {path!r} is not a Gymnasium wrapper class (gymnasium.Wrapper or gymnasium.vector.VectorWrapper)")
+        raise ConfigError(f"{key}: {shown(path)} is not a Gymnasium wrapper class (gymnasium.Wrapper or gymnasium.vector.VectorWrapper)")
     return cls
 
 

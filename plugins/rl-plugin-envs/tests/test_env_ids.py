@@ -51,7 +51,7 @@ def test_module_colon_id_and_an_unknown_id_from_the_command_line(tmp_path) -> No
     code, _, err = run_rlctl("train", "--algo", "ppo", "--env", "Pong-v5", "--out", str(tmp_path / "run"))  # EnvPool's name of it
     assert code == 2 and "unknown env 'Pong-v5'" in err and "did you mean ALE/Pong-v5," in err  # the namespaced id first
     code, _, err = run_rlctl("train", "--algo", "ppo", "--env", "nosuchpackage:Thing-v0", "--out", str(tmp_path / "run"))
-    expected = "rlctl: error: env.id: cannot import module 'nosuchpackage' of 'nosuchpackage:Thing-v0' (ModuleNotFoundError: No module named 'nosuchpackage')"
+    expected = "rlctl: error: env.id: cannot import module 'nosuchpackage' of 'Thing-v0' (ModuleNotFoundError: No module named 'nosuchpackage')"
     assert code == 2 and err.strip() == expected
     assert not (tmp_path / "run").exists()
 

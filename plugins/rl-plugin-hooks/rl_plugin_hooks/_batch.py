@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tensordict import TensorDictBase
 
-from rlcore import ConfigError, TrainerHookBase, as_key
+from rlcore import ConfigError, TrainerHookBase, as_key, shown
 
 from ._options import BatchSubSamplerOptions, SelectKeysOptions
 
@@ -43,7 +43,7 @@ class SelectKeys(SelectKeysOptions, TrainerHookBase):
             have = sorted(".".join(key) if isinstance(key, tuple) else key for key in batch.keys(include_nested=True, leaves_only=True))
             missing = next(key for key in self.keys if key not in batch.keys(include_nested=True))
             name = ".".join(missing) if isinstance(missing, tuple) else missing
-            raise ConfigError(f"hooks.{self._name}.keys: the batch has no key {name!r} (valid choices: {', '.join(have)})") from None
+            raise ConfigError(f"hooks.{self._name}.keys: the batch has no key {shown(name)} (valid choices: {', '.join(have)})") from None
 
     def state_dict(self) -> dict[str, Any]:
         return {}

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from rlcore import ConfigError, TrainerHookBase, clip_grad_norm, make_optimizer
+from rlcore import ConfigError, TrainerHookBase, clip_grad_norm, make_optimizer, shown
 
 from ._options import OptimizerGroupOptions, OptimizerGroupsOptions, OptimizerHookOptions
 
@@ -208,7 +208,7 @@ def _select(named: Mapping[str, nn.Parameter], prefixes: list[str] | None, key: 
         found = {n: p for n, p in named.items() if n == prefix or n.startswith(prefix + ".")}
         if not found:
             modules = sorted({n.rsplit(".", 1)[0] for n in named if "." in n})
-            raise ConfigError(f"{key}: {prefix!r} names no parameter of the loss module (valid choices: {', '.join(modules)})")
+            raise ConfigError(f"{key}: {shown(prefix)} names no parameter of the loss module (valid choices: {', '.join(modules)})")
         chosen.update(found)
     return list(chosen.values())
 

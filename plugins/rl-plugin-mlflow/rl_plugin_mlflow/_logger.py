@@ -21,7 +21,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 
-from rlcore import ConfigError, Logger
+from rlcore import ConfigError, Logger, shown
 
 #: Files of the run directory uploaded as artifacts on close.
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml")
@@ -195,7 +195,7 @@ def _experiment_id(client: MlflowClient, name: str, artifact_location: str | Non
             if experiment is None:
                 raise
     if experiment.lifecycle_stage == "deleted":
-        raise ConfigError(f"loggers.mlflow.experiment: MLflow experiment {name!r} is deleted; restore it or choose another name")
+        raise ConfigError(f"loggers.mlflow.experiment: MLflow experiment {shown(name)} is deleted; restore it or choose another name")
     return experiment.experiment_id
 
 

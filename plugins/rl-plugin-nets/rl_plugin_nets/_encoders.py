@@ -128,10 +128,10 @@ def image_encoder(
     :param encoder: ``auto``, ``mlp`` or ``cnn``.
     :raises rlcore.ConfigError: ``algo.encoder: ...`` for an unknown kind, or when no CNN fits the space.
     """
-    from rlcore import ConfigError
+    from rlcore import ConfigError, shown
 
     if encoder not in ENCODERS:
-        raise ConfigError(f"algo.encoder: unknown value {encoder!r} (valid choices: {', '.join(ENCODERS)})")
+        raise ConfigError(f"algo.encoder: unknown value {shown(encoder)} (valid choices: {', '.join(ENCODERS)})")
     if encoder == "mlp" or (encoder == "auto" and not is_image_space(observation_space)):
         return None
     try:

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rlcore import ConfigError, Gauge, hookimpl, require_keys
+from rlcore import ConfigError, Gauge, hookimpl, require_keys, shown
 
 from ._advantages import gae
 from ._policies import ActorCritic
@@ -98,7 +98,7 @@ class PolicyGradientLoss(nn.Module):
         schedule = {name: end for name, end in (schedule or {}).items() if end is not None}  # null: not scheduled
         for name in schedule:
             if name not in SCHEDULABLE:
-                raise ConfigError(f"algo.schedule: cannot schedule {name!r} (valid choices: {', '.join(SCHEDULABLE)})")
+                raise ConfigError(f"algo.schedule: cannot schedule {shown(name)} (valid choices: {', '.join(SCHEDULABLE)})")
         if "value_clip_range" in schedule and value_clip_range is None:
             raise ConfigError("algo.schedule.value_clip_range: value_clip_range is null, so it cannot be scheduled")
         self.policy = policy

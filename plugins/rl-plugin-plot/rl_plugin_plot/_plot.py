@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from rlcore import ConfigError, read_metrics
+from rlcore import ConfigError, read_metrics, shown
 
 #: inches of one panel (width, height); saved at :data:`DPI`
 PANEL = (8.0, 3.2)
@@ -38,7 +38,7 @@ def plot_runs(
     known = sorted({name for series in runs.values() for name in series})
     for metric in metrics:
         if not any(metric in series for series in runs.values()):
-            raise ConfigError(f"--metric: no run has {metric!r} (valid choices: {', '.join(known) or 'none, the runs logged nothing'})")
+            raise ConfigError(f"--metric: no run has {shown(metric)} (valid choices: {', '.join(known) or 'none, the runs logged nothing'})")
         finite = [v for series in runs.values() if metric in series for v in series[metric][1] if math.isfinite(v)]
         if finite and not math.isfinite(max(finite) - min(finite)):  # (an axis from -1e308 to 1e308: matplotlib cannot tick it)
             raise ConfigError(f"--metric {metric}: its values span {min(finite):g} to {max(finite):g}, more than a plot's axis holds")
@@ -50,7 +50,7 @@ def plot_runs(
     formats = fig.canvas.get_supported_filetypes()
     suffix = output.suffix[1:].lower()
     if suffix not in formats:
-        raise ConfigError(f"-o {output}: unknown image format {suffix!r} (valid choices: {', '.join(sorted(formats))})")
+        raise ConfigError(f"-o {output}: unknown image format {shown(suffix)} (valid choices: {', '.join(sorted(formats))})")
     axes = fig.subplots(len(metrics), 1, squeeze=False)[:, 0]
     for ax, metric in zip(axes, metrics):
         for run, series in runs.items():

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 import rlcore
-from rlcore import REWARD_KEY, ConfigError, as_key, hookimpl, key_name
+from rlcore import REWARD_KEY, ConfigError, as_key, hookimpl, key_name, shown
 
 from ._hook import PluginHook, output_directory
 from ._options import EvaluationOptions, VectorEnvLike
@@ -266,7 +266,7 @@ class _StepRecorder(torch.nn.Module):
         present = [key_name(k) for k in self.steps[0].keys(include_nested=True, leaves_only=True)] if self.steps else []
         if not self.steps or key not in self.steps[0].keys(include_nested=True):
             choices = ", ".join(["next.reward", *present])
-            raise ConfigError(f"{where}: {key_name(key)!r} is not a key of the evaluation's steps (valid choices: {choices})")
+            raise ConfigError(f"{where}: {shown(key_name(key))} is not a key of the evaluation's steps (valid choices: {choices})")
         stacked = torch.stack([step.get(key) for step in self.steps])  # [time, envs, ...]
         return stacked.reshape(-1, *stacked.shape[2:]).float()
 

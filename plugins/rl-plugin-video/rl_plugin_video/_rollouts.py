@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from tensordict import TensorDict, TensorDictBase
 
-from rlcore import ConfigError, as_key, hookimpl
+from rlcore import ConfigError, as_key, hookimpl, shown
 
 from ._hook import PluginHook, output_directory
 from ._options import TensorDictRecorderOptions
@@ -119,7 +119,7 @@ class TensorDictRecorderHook(TensorDictRecorderOptions, PluginHook):
         missing = [k for k in keys if k not in batch.keys(include_nested=True)]
         if missing:
             names = ", ".join(".".join(k) if isinstance(k, tuple) else k for k in batch.keys(True, True))
-            raise ConfigError(f"hooks.tensordict_recorder.keys: the batch has no key {missing[0]!r} (keys: {names})")
+            raise ConfigError(f"hooks.tensordict_recorder.keys: the batch has no key {shown(missing[0])} (keys: {names})")
         return batch.select(*keys)
 
 

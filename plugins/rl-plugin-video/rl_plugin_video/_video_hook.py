@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rlcore import ConfigError, as_key, hookimpl
+from rlcore import ConfigError, as_key, hookimpl, shown
 
 from ._frames import as_array
 from ._hook import PluginHook, output_directory
@@ -111,7 +111,7 @@ class VideoRecorderHook(VideoRecorderOptions, PluginHook):
                 else f" ({type(collector).__name__} steps the envs in other processes, where their render() cannot be recorded: "
                 "collector.name: local records it, hooks.evaluation.video: true films the policy with any collector)"
             )
-            raise ConfigError(f"hooks.video_recorder.key: the batch has no key {self.key!r}; set key to the batch's frames{other}")
+            raise ConfigError(f"hooks.video_recorder.key: the batch has no key {shown(self.key)}; set key to the batch's frames{other}")
         done = batch.get(("next", "done"), None)
         if batch.batch_dims == 1:  # a batch of one env's steps
             pixels, done = pixels[None], None if done is None else done[None]
