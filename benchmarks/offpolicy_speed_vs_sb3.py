@@ -1,18 +1,27 @@
-"""Speed benchmark: rl-core DQN and SAC against Stable-Baselines3's, with rl-zoo3's hyperparameters.
+"""Speed benchmark: rl-core DQN and SAC against Stable-Baselines3's and SBX's, with rl-zoo3's hyperparameters.
 
 DQN on CartPole-v1 and SAC on Pendulum-v1, each with rl-zoo3's tuned settings
 (``hyperparams/dqn.yml``, ``hyperparams/sac.yml`` of DLR-RM/rl-baselines3-zoo) and every
-hyperparameter pinned on both sides (:data:`DQN`, :data:`SAC`): the same exploration schedule,
-warm-up, update-to-data schedule, target updates, networks, batch and buffer sizes. One torch
-thread; each run in a fresh process of this run; runs in pairs back to back, the order
-alternating from pair to pair.
+hyperparameter pinned on all sides (:data:`DQN`, :data:`SAC`): the same exploration schedule,
+warm-up, update-to-data schedule, target updates, networks, batch and buffer sizes. The peers
+(``--peers``, both by default) are Stable-Baselines3 (SB3, torch) and SBX (SB3 in JAX, ``sbx-rl``),
+whose DQN and SAC take SB3's keyword arguments: both get the same ones (:func:`sb3_arguments`).
+Each run in a fresh process, pinned alone to one core (``--core``, by default the last this process
+may use) with one thread (torch's; for SBX also XLA's, OpenMP's and the BLAS's, through
+``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1``, ``OMP_NUM_THREADS=1``
+and ``JAX_PLATFORMS=cpu``); runs in groups back to back, one run of each framework per seed, the order
+rotating from group to group (rl-core, SB3, SBX; then SB3, SBX, rl-core; ...; pairs alternate).
 
-Every ``eval_every`` frames (after that batch's updates) both evaluate their policy
-deterministically on ``eval_episodes`` episodes of a separate env; the clock stops while they
-do. Printed per run: whole-loop frames/s (frames / training wall seconds, evaluations
-excluded) and the training wall seconds at which the evaluation first reached the threshold
-(475 on CartPole, -200 on Pendulum); then the median frames/s of each framework, their
-ratio, the per-pair ratios, and how often and how fast each reached the threshold.
+Every ``eval_every`` frames (after that batch's updates) each evaluates its policy
+deterministically on ``eval_episodes`` episodes of a separate env; the clocks stop while it
+does. Printed per run: whole-loop frames/s (frames / training wall seconds, evaluations
+excluded), frames per CPU second (frames / ``time.process_time()`` of the run's process, all its
+threads, evaluations excluded), for SBX the seconds JAX spent compiling (included in the training
+seconds, so in the frames/s: ``_sbx_peer.CompileTimer`` says how it is measured), and the training
+wall seconds at which the evaluation first reached the threshold (475 on CartPole, -200 on Pendulum)
+with the last evaluation's return; then the median frames/s of each framework, rl-core's ratio to each
+peer (of the medians, per group, and of the medians per CPU second), and how often and how fast each
+reached the threshold.
 
 How the schedules match: SB3's DQN collects ``train_freq=256`` steps, then runs
 ``gradient_steps=128`` updates; rl-core collects ``frames_per_batch=256`` frames, then runs
@@ -20,22 +29,34 @@ How the schedules match: SB3's DQN collects ``train_freq=256`` steps, then runs
 ``target_update_interval=10`` env steps, i.e. within ten steps of the end of each round of
 updates and never during one (the Q-network changes only in those rounds): its updates always
 use the Q-network as it was after the previous round, which is what rl-core's hard update
-every 128 optimisation steps gives. Both act at random for the first ``learning_starts`` frames
+every 128 optimisation steps gives. All act at random for the first ``learning_starts`` frames
 and first update once more frames than that are collected. SAC runs one update per env step on
-both sides.
+all sides. SBX runs SB3's loop (collection, replay buffer, schedules, target copies) with its own
+updates, so all of this holds for it as it does for SB3, with two arguments SBX does not take put
+otherwise: DQN's ``max_grad_norm=10`` becomes an ``optax.clip_by_global_norm(10)`` before its Adam
+(torch's ``clip_grad_norm_`` clips by the same global norm), and SAC's ``target_update_interval=1`` is
+what SBX's SAC always does. Its networks start from flax's initialisation (LeCun normal), not torch's.
 
 Stable-Baselines3 is not a dependency of the project: when it cannot be imported, it is
 installed with ``pip install --target`` into a throwaway folder under the temp dir, without its
 dependencies (so no other torch is pulled); the few it needs beyond rl-core's own (cloudpickle,
-pandas, matplotlib) are installed there too when missing.
+pandas, matplotlib) are installed there too when missing. Nor is SBX: it gets a venv of its own
+under the temp dir (``rlcore-bench-sbx-venv``), made once with ``python -m venv`` and reused,
+into which that venv's pip installs ``sbx-rl``, ``jax``, ``jaxlib``, ``flax``, ``optax`` and
+``stable-baselines3`` at pinned versions (``_sbx_peer.SBX_REQUIREMENTS``; changing them makes
+it anew) under the repository's ``constraints.txt`` (``-c``), so that the torch SB3 pulls in is
+the pinned CPU wheel, not a CUDA build, and gymnasium and numpy are rl-core's versions. Each SBX
+run is a process of that venv's interpreter (``_sbx_peer.py``), which imports this module (its top
+level is the standard library) for the settings, the clock and the evaluations. SBX runs in float32
+on the CPU: with ``--device`` other than cpu or ``--autocast-bf16`` it is left out.
 
-    python benchmarks/offpolicy_speed_vs_sb3.py                      # both, seeds 0-2
+    python benchmarks/offpolicy_speed_vs_sb3.py                      # both, seeds 0-2, against SB3 and SBX
     python benchmarks/offpolicy_speed_vs_sb3.py --algo dqn --seeds 0 1 2 3 4
-    python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 10000 --seeds 0
-    python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --breakdown   # where a frame's time goes
+    python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 10000 --seeds 0 --peers sbx   # against SBX alone
+    python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --breakdown   # where a frame's time goes (rl-core and SB3)
     python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --sb3-flush-denormal   # SB3 with denormals flushed too
-    python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --device cuda          # both on a GPU
-    python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --autocast-bf16        # both updates in bfloat16 autocast
+    python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --device cuda          # rl-core and SB3 on a GPU
+    python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --autocast-bf16        # their updates in bfloat16 autocast
     python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 3000 --compile              # rl-core's loss under torch.compile
 """
 
@@ -44,13 +65,17 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import multiprocessing
+import os
 import statistics
 import sys
 import tempfile
 import time
 from typing import Any
 
-from pg_speed_vs_sb3 import describe_machine, ensure_sb3  # SB3 pinned, installed without its dependencies into a temp folder
+# The top level imports the standard library only (and _sbx_peer, which does too): SBX's venv, which has no rl-core,
+# imports this module for the settings, the clock and the evaluations. pg_speed_vs_sb3 (SB3 pinned, installed without
+# its dependencies into a temp folder; the machine's description) imports rl-core: it is imported where it is used.
+from _sbx_peer import ensure_sbx, pin_to_core, run_sbx
 
 #: rl-zoo3's CartPole-v1 DQN (hyperparams/dqn.yml), with SB3's defaults for what it leaves out
 DQN = {
@@ -96,22 +121,33 @@ EVAL_EPISODES = 5
 
 
 class Clock:
-    """Training wall time, with the evaluations taken out, and the evaluations' results."""
+    """Training wall time and this process's CPU time, with the evaluations taken out, and the evaluations' results."""
 
     def __init__(self, threshold: float) -> None:
         self.threshold = threshold
-        self.start = time.perf_counter()
         self.paused = 0.0
+        self.cpu_paused = 0.0
         self.evals: list[tuple[int, float, float]] = []  # (frames, training seconds, mean return)
+        self.restart()
+
+    def restart(self) -> None:
+        """Start both clocks from now (training starts)."""
+        self.start = time.perf_counter()
+        self.cpu_start = time.process_time()
 
     def training_seconds(self) -> float:
         return time.perf_counter() - self.start - self.paused
 
+    def training_cpu_seconds(self) -> float:
+        """The CPU seconds of this process (all its threads: ``time.process_time``) while training."""
+        return time.process_time() - self.cpu_start - self.cpu_paused
+
     def evaluate(self, frames: int, run_episodes: Any) -> None:
         seconds = self.training_seconds()
-        tic = time.perf_counter()
+        tic, cpu = time.perf_counter(), time.process_time()
         returns = run_episodes()
         self.paused += time.perf_counter() - tic
+        self.cpu_paused += time.process_time() - cpu
         self.evals.append((frames, seconds, sum(returns) / len(returns)))
 
     def reached(self) -> tuple[int | None, float | None]:
@@ -192,7 +228,7 @@ def run_rlcore(
         @rlcore.hookimpl
         def rl_setup(self, trainer: Any) -> None:
             self.env = trainer.make_env(num_envs=1)
-            clock.start = time.perf_counter()
+            clock.restart()
 
         @rlcore.hookimpl(trylast=True)
         def rl_post_steps(self, trainer: Any) -> None:
@@ -209,8 +245,8 @@ def run_rlcore(
         if compile:
             trainer.loss_module.forward = torch.compile(trainer.loss_module.forward)  # type: ignore[method-assign]
         trainer.train()
-        seconds = clock.training_seconds()
-    row = _result("rl-core", algo, seed, trainer.collected_frames, seconds, clock)
+        seconds, cpu_seconds = clock.training_seconds(), clock.training_cpu_seconds()
+    row = _result("rl-core", algo, seed, trainer.collected_frames, seconds, clock, cpu_seconds=cpu_seconds)
     if breakdown:
         rows = trainer.profiler.rows()
         row["update_seconds"] = sum(t for where, what, t in rows if what in UPDATE_HOOKS or (where == "rl-core" and what in UPDATE_ROWS))
@@ -229,68 +265,54 @@ def in_bf16(fn: Any, device: str) -> Any:
     return wrapped
 
 
-def sb3_model(algo: str, seed: int, device: str = "cpu") -> Any:
-    """Stable-Baselines3's ``algo`` with the pinned hyperparameters of :data:`SETTINGS` (not trained yet)."""
-    ensure_sb3()
-    import torch
-    from stable_baselines3 import DQN as SB3DQN
-    from stable_baselines3 import SAC as SB3SAC
-
+def sb3_arguments(algo: str, seed: int) -> dict[str, Any]:
+    """The keyword arguments of Stable-Baselines3's ``algo`` with the pinned hyperparameters of :data:`SETTINGS`, but for
+    the device and the policy's activation function (torch's ReLU for SB3, flax's for SBX, whose DQN and SAC take the
+    same names: ``_sbx_peer.sbx_model`` maps the two SBX lacks, DQN's ``max_grad_norm`` and SAC's ``target_update_interval``)."""
     h = SETTINGS[algo]
-    shared = {  # the keyword arguments of both
+    kwargs: dict[str, Any] = {  # the keyword arguments of both
         "learning_rate": h["lr"],
         **{key: h[key] for key in ("batch_size", "buffer_size", "learning_starts", "gamma", "train_freq", "gradient_steps")},
-        "device": device,
         "seed": seed,
         "verbose": 0,
+        "policy_kwargs": {"net_arch": h["net_arch"], "optimizer_kwargs": {"eps": h["adam_eps"]}},
     }
-    policy = {"net_arch": h["net_arch"], "activation_fn": torch.nn.ReLU, "optimizer_kwargs": {"eps": h["adam_eps"]}}
     if algo == "dqn":
-        return SB3DQN(
-            "MlpPolicy",
-            h["env"],
+        kwargs.update(
             target_update_interval=h["target_update_interval"],
             exploration_fraction=h["exploration_fraction"],
             exploration_initial_eps=h["exploration_initial_eps"],
             exploration_final_eps=h["exploration_final_eps"],
             max_grad_norm=h["max_grad_norm"],
             tau=1.0,
-            policy_kwargs=policy,
-            **shared,
         )
-    return SB3SAC(
-        "MlpPolicy",
-        h["env"],
-        tau=h["tau"],
-        ent_coef=f"auto_{h['init_alpha']}",
-        target_update_interval=1,
-        target_entropy="auto",
-        policy_kwargs={**policy, "n_critics": 2},
-        **shared,
-    )
+    else:
+        kwargs.update(tau=h["tau"], ent_coef=f"auto_{h['init_alpha']}", target_update_interval=1, target_entropy="auto")
+        kwargs["policy_kwargs"]["n_critics"] = 2
+    return kwargs
 
 
-def run_sb3(
-    algo: str, seed: int, frames: int, breakdown: bool = False, flush_denormal: bool = False, device: str = "cpu", autocast: bool = False
-) -> dict[str, Any]:
-    """Train Stable-Baselines3's ``algo`` with the same hyperparameters; return frames/s and the seconds to the threshold.
+def sb3_model(algo: str, seed: int, device: str = "cpu") -> Any:
+    """Stable-Baselines3's ``algo`` with the pinned hyperparameters of :data:`SETTINGS` (not trained yet)."""
+    from pg_speed_vs_sb3 import ensure_sb3
 
-    :param breakdown: time its ``train`` (sampling, losses, backward, optimizers, target update) and return
-        the seconds as ``update_seconds``.
-    :param flush_denormal: flush denormal floats to zero, as rl-core's off-policy losses do while they train.
-    :param device: SB3's ``device`` (its networks and the sampled minibatches; its buffer stays in NumPy).
-    :param autocast: run its ``train`` (the updates) under ``torch.autocast`` in bfloat16.
-    """
     ensure_sb3()
-    import gymnasium as gym
     import torch
+    from stable_baselines3 import DQN as SB3DQN
+    from stable_baselines3 import SAC as SB3SAC
 
-    torch.set_num_threads(1)
-    torch.set_flush_denormal(flush_denormal)
+    kwargs = sb3_arguments(algo, seed)
+    kwargs["policy_kwargs"]["activation_fn"] = torch.nn.ReLU
+    return (SB3DQN if algo == "dqn" else SB3SAC)("MlpPolicy", SETTINGS[algo]["env"], device=device, **kwargs)
+
+
+def learn_evaluated(model: Any, algo: str, frames: int, clock: Clock) -> None:
+    """``model.learn`` for ``frames`` frames, evaluating every ``eval_every`` frames on ``clock``, which starts as the
+    learning does: SB3's loop, which SBX's models run too (the child of ``_sbx_peer`` calls this in SBX's venv)."""
+    import gymnasium as gym
     from stable_baselines3.common.callbacks import BaseCallback
 
     h = SETTINGS[algo]
-    clock = Clock(h["threshold"])
     eval_env = gym.make(h["env"])
 
     def episodes(model: Any) -> list[float]:
@@ -324,6 +346,29 @@ def run_sb3(
         def _on_step(self) -> bool:
             return True
 
+    clock.restart()
+    model.learn(total_timesteps=frames, callback=Evaluate())
+
+
+def run_sb3(
+    algo: str, seed: int, frames: int, breakdown: bool = False, flush_denormal: bool = False, device: str = "cpu", autocast: bool = False
+) -> dict[str, Any]:
+    """Train Stable-Baselines3's ``algo`` with the same hyperparameters; return frames/s and the seconds to the threshold.
+
+    :param breakdown: time its ``train`` (sampling, losses, backward, optimizers, target update) and return
+        the seconds as ``update_seconds``.
+    :param flush_denormal: flush denormal floats to zero, as rl-core's off-policy losses do while they train.
+    :param device: SB3's ``device`` (its networks and the sampled minibatches; its buffer stays in NumPy).
+    :param autocast: run its ``train`` (the updates) under ``torch.autocast`` in bfloat16.
+    """
+    from pg_speed_vs_sb3 import ensure_sb3
+
+    ensure_sb3()
+    import torch
+
+    torch.set_num_threads(1)
+    torch.set_flush_denormal(flush_denormal)
+    clock = Clock(SETTINGS[algo]["threshold"])
     model = sb3_model(algo, seed, device)
     if autocast:
         model.train = in_bf16(model.train, device)  # type: ignore[method-assign]
@@ -338,17 +383,23 @@ def run_sb3(
             timed["updates"] += gradient_steps
 
         model.train = timed_train  # type: ignore[method-assign]
-    clock.start = time.perf_counter()
-    model.learn(total_timesteps=frames, callback=Evaluate())
-    seconds = clock.training_seconds()
-    row = _result("Stable-Baselines3", algo, seed, model.num_timesteps, seconds, clock)
+    learn_evaluated(model, algo, frames, clock)
+    seconds, cpu_seconds = clock.training_seconds(), clock.training_cpu_seconds()
+    row = _result("Stable-Baselines3", algo, seed, model.num_timesteps, seconds, clock, cpu_seconds=cpu_seconds)
     if breakdown:
         row["update_seconds"], row["updates"] = timed["seconds"], timed["updates"]
     return row
 
 
-def _result(name: str, algo: str, seed: int, frames: int, seconds: float, clock: Clock) -> dict[str, Any]:
+#: the display names of the frameworks, rl-core first, then the peers of ``--peers``
+NAMES = {"rl-core": "rl-core", "sb3": "Stable-Baselines3", "sbx": "SBX"}
+
+
+def _result(name: str, algo: str, seed: int, frames: int, seconds: float, clock: Clock, cpu_seconds: float | None = None, **extra: Any) -> dict[str, Any]:
+    """One run's row (printed as it ends): frames/s over the training wall seconds, frames per CPU second of the
+    training process, the evaluations; ``extra`` goes into the row as it is (SBX's compile seconds, its versions)."""
     reached_frames, reached = clock.reached()
+    cpu_seconds = clock.training_cpu_seconds() if cpu_seconds is None else cpu_seconds
     row = {
         "name": name,
         "algo": algo,
@@ -356,12 +407,20 @@ def _result(name: str, algo: str, seed: int, frames: int, seconds: float, clock:
         "frames": frames,
         "seconds": seconds,
         "fps": frames / seconds,
+        "cpu_seconds": cpu_seconds,
+        "fps_cpu": frames / cpu_seconds,
         "to_threshold": reached,
         "frames_to_threshold": reached_frames,
         "final": clock.evals[-1][2] if clock.evals else float("nan"),
+        **extra,
     }
+    compiled = ""
+    if "compile_seconds" in extra:
+        compiled = (f", JAX compiling {extra['compile_seconds']:.2f} s of it (first update call {extra['first_update_call_seconds']:.2f} s, "
+                    f"later ones {extra['later_update_call_seconds']:.3f} s)")  # fmt: skip
     print(
-        f"# {name} {algo} seed={seed}: {row['fps']:.0f} frames/s, threshold at {reached} s ({reached_frames} frames), last eval {row['final']:.1f}",
+        f"# {name} {algo} seed={seed}: {row['fps']:.0f} frames/s, {row['fps_cpu']:.0f} per CPU s{compiled}, "
+        f"threshold at {reached} s ({reached_frames} frames), last eval {row['final']:.1f}",
         file=sys.stderr,
         flush=True,
     )
@@ -373,26 +432,41 @@ def _median(values: list[float]) -> float:
 
 
 def report(algo: str, rows: list[dict[str, Any]]) -> None:
+    """The runs' table, each framework's medians, rl-core's ratio to each peer (of the medians, and per group of runs
+    back to back: the rows' ``group``), and how often and how fast each reached the threshold."""
+    from pg_speed_vs_sb3 import describe_machine
+
     h = SETTINGS[algo]
-    print(f"\n### {algo.upper()} on {h['env']}\n\n{describe_machine()}\n")
-    print(f"| framework | seed | frames | training wall s | frames/s | wall s to {h['threshold']:g} (eval) | frames to it | last eval |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    names = [name for name in NAMES.values() if any(r["name"] == name for r in rows)]
+    versions = next((f"; SBX: {r['versions']}, one thread" for r in rows if "versions" in r), "")
+    print(f"\n### {algo.upper()} on {h['env']}\n\n{describe_machine()}{versions}\n")
+    print(
+        f"| framework | seed | frames | training wall s | frames/s | frames per CPU s | JAX compile s | wall s to {h['threshold']:g} (eval) | frames to it | last eval |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         reached = f"{r['to_threshold']:.1f}" if r["to_threshold"] is not None else "not reached"
         at = r["frames_to_threshold"] if r["frames_to_threshold"] is not None else "-"
-        print(f"| {r['name']} | {r['seed']} | {r['frames']} | {r['seconds']:.1f} | {r['fps']:.0f} | {reached} | {at} | {r['final']:.1f} |")
-    ours = [r for r in rows if r["name"] == "rl-core"]
-    theirs = [r for r in rows if r["name"] == "Stable-Baselines3"]
-    fps_ours, fps_theirs = _median([r["fps"] for r in ours]), _median([r["fps"] for r in theirs])
-    pairs = [a["fps"] / b["fps"] for a, b in zip(ours, theirs, strict=True)]
+        compiled = f"{r['compile_seconds']:.2f}" if "compile_seconds" in r else "-"
+        print(
+            f"| {r['name']} | {r['seed']} | {r['frames']} | {r['seconds']:.1f} | {r['fps']:.0f} | {r['fps_cpu']:.0f} | {compiled} | {reached} | {at} | {r['final']:.1f} |"
+        )
+    runs = {name: [r for r in rows if r["name"] == name] for name in names}
+    fps = {name: _median([r["fps"] for r in runs[name]]) for name in names}
+    fps_cpu = {name: _median([r["fps_cpu"] for r in runs[name]]) for name in names}
     print()
-    name = algo.upper()
-    print(f"rl-core {name}: {fps_ours:.0f} frames/s; Stable-Baselines3 {name}: {fps_theirs:.0f} frames/s (medians of {len(ours)} runs)")
-    print(f"ratio of medians {fps_ours / fps_theirs:.2f}x; per pair {', '.join(f'{r:.2f}' for r in pairs)}; median {_median(pairs):.2f}x")
-    for name, runs in (("rl-core", ours), ("Stable-Baselines3", theirs)):
-        reached = [r["to_threshold"] for r in runs if r["to_threshold"] is not None]
+    medians = "; ".join(f"{name} {algo.upper()}: {fps[name]:.0f} frames/s ({fps_cpu[name]:.0f} per CPU s)" for name in names)
+    print(f"{medians} (medians of {len(runs['rl-core'])} runs each)")
+    by_group = {(r["group"], r["name"]): r for r in rows}
+    for peer in names[1:]:
+        groups = sorted({group for group, name in by_group if name == peer})
+        ratios = [by_group[group, "rl-core"]["fps"] / by_group[group, peer]["fps"] for group in groups]
+        print(f"rl-core/{peer}: ratio of medians {fps['rl-core'] / fps[peer]:.2f}x; per group {', '.join(f'{r:.2f}' for r in ratios)}; "
+              f"median {_median(ratios):.2f}x; per CPU second, ratio of medians {fps_cpu['rl-core'] / fps_cpu[peer]:.2f}x")  # fmt: skip
+    for name in names:
+        reached = [r["to_threshold"] for r in runs[name] if r["to_threshold"] is not None]
         median = f", median {_median(reached):.1f} s" if reached else ""
-        print(f"{name}: {h['threshold']:g} reached in {len(reached)} of {len(runs)} runs{median}")
+        print(f"{name}: {h['threshold']:g} reached in {len(reached)} of {len(runs[name])} runs{median}")
 
 
 def matmul_floor(algo: str) -> tuple[int, float]:
@@ -441,6 +515,8 @@ def products_per_update(algo: str, frames: int = 1000) -> float:
 
 def report_breakdown(algo: str, rows: list[dict[str, Any]], device: str = "cpu") -> None:
     """Per frame: the optimisation steps and the rest of the loop, for each framework; and, on the CPU, the floor of the update's products."""
+    from pg_speed_vs_sb3 import describe_machine
+
     print(f"\n### Where a frame's time goes, {algo.upper()} (seed {rows[0]['seed']}; rl-core profiled, SB3's train timed)\n\n{describe_machine()}\n")
     print("| framework | frames/s | ms per frame | update ms per frame | rest of the loop ms per frame | updates |")
     print("| --- | --- | --- | --- | --- | --- |")
@@ -466,52 +542,97 @@ def report_breakdown(algo: str, rows: list[dict[str, Any]], device: str = "cpu")
           f"besides the products, where the loop around the updates takes {loop['rl-core']:.2f} ms (SB3's {loop['Stable-Baselines3']:.2f} ms)")  # fmt: skip
 
 
+def parse_peers(text: str) -> list[str]:
+    """``--peers``: a comma-separated subset of ``sb3,sbx``, in :data:`NAMES`'s order."""
+    peers = {peer.strip() for peer in text.split(",") if peer.strip()}
+    unknown = peers - {"sb3", "sbx"}
+    if unknown or not peers:
+        raise argparse.ArgumentTypeError(f"peers are sb3 and sbx, comma-separated: not {text!r}")
+    return [peer for peer in NAMES if peer in peers]
+
+
+def run_one(framework: str, algo: str, seed: int, frames: int, core: int | None, **extra: Any) -> dict[str, Any]:
+    """One run of ``framework`` (a key of :data:`NAMES`) in a fresh process pinned to ``core``: a spawned worker of this
+    interpreter for rl-core and SB3, a process of SBX's venv for SBX (which takes no ``extra``)."""
+    if framework == "sbx":
+        return run_sbx(algo, seed, frames, core)
+    fn: Any = run_rlcore if framework == "rl-core" else run_sb3
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=pin_to_core, initargs=(core,)) as pool:
+        return pool.submit(fn, algo, seed, frames, **extra).result()
+
+
+def rotated(frameworks: list[str], group: int) -> list[str]:
+    """The order of the runs of group ``group``: ``frameworks`` rotated by ``group`` (pairs alternate, triples rotate)."""
+    shift = group % len(frameworks)
+    return frameworks[shift:] + frameworks[:shift]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--algo", choices=["dqn", "sac", "both"], default="both")
     parser.add_argument("--frames", type=int, help="frames per run (default: rl-zoo3's n_timesteps, 50000 for DQN, 20000 for SAC)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument(
+        "--peers",
+        type=parse_peers,
+        default=["sb3", "sbx"],
+        help="the peers rl-core runs against, comma-separated: sb3 (Stable-Baselines3), sbx (SBX, in a venv of its own) (default: sb3,sbx)",
+    )
+    default_core = max(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    parser.add_argument(
+        "--core", type=int, default=default_core, help=f"the core every run is pinned to, alone (default: the last this process may use, {default_core})"
+    )
+    parser.add_argument(
         "--sb3-flush-denormal",
         action="store_true",
         help="SB3 flushes denormal floats to zero too (rl-core's off-policy losses do: Adam's moments of dead ReLUs decay into them)",
     )
-    parser.add_argument("--device", default="cpu", help="both frameworks' device, e.g. cuda (default: cpu)")
+    parser.add_argument("--device", default="cpu", help="rl-core's and SB3's device, e.g. cuda (default: cpu); SBX is left out off the CPU")
     parser.add_argument(
         "--autocast-bf16",
         action="store_true",
-        help="both sides' updates under torch.autocast in bfloat16 (matrix products in bfloat16: AMX on a CPU that has it)",
+        help="rl-core's and SB3's updates under torch.autocast in bfloat16 (matrix products in bfloat16: AMX on a CPU that has it); SBX is left out",
     )
-    parser.add_argument("--compile", action="store_true", help="rl-core's loss forward and backward compiled by torch.compile (SB3 as it is)")
+    parser.add_argument("--compile", action="store_true", help="rl-core's loss forward and backward compiled by torch.compile (the peers as they are)")
     parser.add_argument(
         "--breakdown",
         action="store_true",
-        help="instead of the timed pairs, one pair (the first seed): rl-core profiled, SB3's train timed; the updates against the rest",
+        help="instead of the timed groups, one pair (the first seed) whatever --peers says: rl-core profiled, SB3's train timed; the updates against the rest",
     )
     args = parser.parse_args(argv)
-    ensure_sb3()
+    peers = ["sb3"] if args.breakdown else args.peers
+    if "sbx" in peers and (args.device != "cpu" or args.autocast_bf16):
+        print("# SBX left out: it runs in float32 on the CPU (JAX_PLATFORMS=cpu), not on --device or under --autocast-bf16", file=sys.stderr)
+        peers = [peer for peer in peers if peer != "sbx"]
+        if not peers:
+            parser.error("no peer left to run against")
+    if "sb3" in peers:
+        from pg_speed_vs_sb3 import ensure_sb3
+
+        ensure_sb3()
+    if "sbx" in peers:
+        ensure_sbx()  # before the timed runs: installs once
     algos = ["dqn", "sac"] if args.algo == "both" else [args.algo]
-    context = multiprocessing.get_context("spawn")
     for algo in algos:
-        frames = args.frames or SETTINGS[algo]["frames"]
+        frames = int(args.frames or SETTINGS[algo]["frames"])  # type: ignore[arg-type]
         if args.breakdown:
-            rows = []
-            for fn in (run_rlcore, run_sb3):
-                with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
-                    rows.append(pool.submit(fn, algo, args.seeds[0], frames, True, device=args.device).result())
+            rows = [run_one(framework, algo, args.seeds[0], frames, args.core, breakdown=True, device=args.device) for framework in ("rl-core", "sb3")]
             report_breakdown(algo, rows, args.device)
             continue
-        # pairs back to back, the order alternating, so that a slow spell of a shared machine hits both
-        jobs = [(fn, seed) for i, seed in enumerate(args.seeds) for fn in ([run_rlcore, run_sb3] if i % 2 == 0 else [run_sb3, run_rlcore])]
+        # groups back to back, one run of each framework, the order rotating from group to group, so that a slow spell of a
+        # shared machine hits all of them
+        jobs = [(group, framework, seed) for group, seed in enumerate(args.seeds) for framework in rotated(["rl-core", *peers], group)]
         rows = []
-        for fn, seed in jobs:  # one at a time, each in a fresh process
-            extra: dict[str, Any] = {"device": args.device, "autocast": args.autocast_bf16}
-            if fn is run_sb3 and args.sb3_flush_denormal:
+        for group, framework, seed in jobs:  # one at a time, each in a fresh process
+            extra: dict[str, Any] = {}
+            if framework != "sbx":
+                extra = {"device": args.device, "autocast": args.autocast_bf16}
+            if framework == "sb3" and args.sb3_flush_denormal:
                 extra["flush_denormal"] = True
-            if fn is run_rlcore and args.compile:
+            if framework == "rl-core" and args.compile:
                 extra["compile"] = True
-            with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
-                rows.append(pool.submit(fn, algo, seed, frames, **extra).result())
+            rows.append({**run_one(framework, algo, seed, frames, args.core, **extra), "group": group})
         report(algo, rows)
     return 0
 
