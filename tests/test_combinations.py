@@ -153,5 +153,5 @@ RAY_ALGORITHMS = ["ppo", "ppo-kl", "dqn", "sac", "td3", "ddpg"]
 @pytest.mark.parametrize("algo", RAY_ALGORITHMS)
 def test_ray_collectors(algo: str, ray_cluster: Any, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    collector = {"name": "ray", "num_workers": 2, "frames_per_batch": BATCH, "num_cpus_per_worker": 0.5, "timeout": 120}
+    collector = {"name": "ray", "num_workers": 2, "frames_per_batch": BATCH, "num_cpus_per_worker": 0.5, "timeout": 240}
     check_run(run, trained(run, config(algo, collector=collector)))

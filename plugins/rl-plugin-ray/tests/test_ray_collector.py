@@ -48,7 +48,7 @@ def make_config(frames: int, hooks: dict[str, Any] | None = None, **collector: A
         hooks=hooks or {},
         algo={"name": "ppo", "hidden_sizes": [16], "epochs": EPOCHS, "minibatches": 1},
         env={"id": "CartPole-v1", "num_envs": 4},
-        collector={"name": "ray", "num_workers": 2, "frames_per_batch": 64, "num_cpus_per_worker": 0.5, "timeout": 120, **collector},
+        collector={"name": "ray", "num_workers": 2, "frames_per_batch": 64, "num_cpus_per_worker": 0.5, "timeout": 240, **collector},
         trainer={"total_frames": frames, "seed": 7, "progress_bar": False, "save_trainer_interval": 128},
         checkpoint={"keep_last": 10},
         loggers={"console": None},
@@ -196,7 +196,7 @@ def test_dqn_explores_on_the_trainers_clock(ray_address: str, tmp_path: Path) ->
     config = rlcore.load_config(
         algo={"name": "dqn", "hidden_sizes": [16], "eps_init": 1.0, "eps_end": 0.0, "eps_annealing_frames": 128, "init_random_frames": 64},
         env={"id": "CartPole-v1", "num_envs": 4},
-        collector={"name": "ray", "num_workers": 2, "frames_per_batch": 64, "num_cpus_per_worker": 0.5, "timeout": 120},
+        collector={"name": "ray", "num_workers": 2, "frames_per_batch": 64, "num_cpus_per_worker": 0.5, "timeout": 240},
         trainer={"total_frames": 384, "seed": 7, "progress_bar": False, "optim_steps_per_batch": 2},
         hooks={"replay_buffer": {"capacity": 1000, "batch_size": 16}},
         loggers={"console": None},
