@@ -185,7 +185,7 @@ def child(algo: str, seed: int, frames: int) -> dict[str, Any]:
     torch.set_num_threads(1)  # SB3's replay buffer samples with torch
     import jax
     import sbx
-    from offpolicy_speed_vs_sb3 import SETTINGS, Clock, _result, learn_evaluated
+    from offpolicy_speed_vs_sb3 import SETTINGS, Clock, learn_evaluated, run_row
 
     class CompileClock(Clock):
         """The benchmark's clock, which also counts JAX's compile time from its start, the evaluations left out."""
@@ -224,7 +224,7 @@ def child(algo: str, seed: int, frames: int) -> dict[str, Any]:
         "later_update_call_seconds": later,
         "versions": f"sbx {sbx.__version__}, jax {jax.__version__} ({jax.default_backend()})",
     }
-    return _result("SBX", algo, seed, model.num_timesteps, seconds, clock, cpu_seconds=cpu_seconds, **extra)
+    return run_row("SBX", algo, seed, model.num_timesteps, seconds, clock, cpu_seconds=cpu_seconds, **extra)
 
 
 def main(argv: list[str]) -> int:

@@ -246,7 +246,7 @@ def run_rlcore(
             trainer.loss_module.forward = torch.compile(trainer.loss_module.forward)  # type: ignore[method-assign]
         trainer.train()
         seconds, cpu_seconds = clock.training_seconds(), clock.training_cpu_seconds()
-    row = _result("rl-core", algo, seed, trainer.collected_frames, seconds, clock, cpu_seconds=cpu_seconds)
+    row = run_row("rl-core", algo, seed, trainer.collected_frames, seconds, clock, cpu_seconds=cpu_seconds)
     if breakdown:
         rows = trainer.profiler.rows()
         row["update_seconds"] = sum(t for where, what, t in rows if what in UPDATE_HOOKS or (where == "rl-core" and what in UPDATE_ROWS))
@@ -385,7 +385,7 @@ def run_sb3(
         model.train = timed_train  # type: ignore[method-assign]
     learn_evaluated(model, algo, frames, clock)
     seconds, cpu_seconds = clock.training_seconds(), clock.training_cpu_seconds()
-    row = _result("Stable-Baselines3", algo, seed, model.num_timesteps, seconds, clock, cpu_seconds=cpu_seconds)
+    row = run_row("Stable-Baselines3", algo, seed, model.num_timesteps, seconds, clock, cpu_seconds=cpu_seconds)
     if breakdown:
         row["update_seconds"], row["updates"] = timed["seconds"], timed["updates"]
     return row
@@ -395,7 +395,7 @@ def run_sb3(
 NAMES = {"rl-core": "rl-core", "sb3": "Stable-Baselines3", "sbx": "SBX"}
 
 
-def _result(name: str, algo: str, seed: int, frames: int, seconds: float, clock: Clock, cpu_seconds: float | None = None, **extra: Any) -> dict[str, Any]:
+def run_row(name: str, algo: str, seed: int, frames: int, seconds: float, clock: Clock, cpu_seconds: float | None = None, **extra: Any) -> dict[str, Any]:
     """One run's row (printed as it ends): frames/s over the training wall seconds, frames per CPU second of the
     training process, the evaluations; ``extra`` goes into the row as it is (SBX's compile seconds, its versions)."""
     reached_frames, reached = clock.reached()
