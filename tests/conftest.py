@@ -6,7 +6,6 @@ plugin author's tests would do it.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +19,6 @@ TEST_PLUGINS = Path(__file__).parent / "plugins"
 INTRUDER = Path(__file__).parent / "mistakes" / "rl-plugin-intruder"
 #: plugins that never return (tests/test_plugin_mistakes.py)
 STUCK = Path(__file__).parent / "mistakes" / "rl-plugin-stuck"
-
-
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: three workers for two cores. A third of a run's CPU time is left idle with one worker per core:
-    the slow tier's tests wait on the processes they start (training runs, torchrun's ranks, Ray's actors, servers,
-    signals and deadlines)."""
-    return max(1, len(os.sched_getaffinity(0)) * 3 // 2)
 
 
 def _site(tmp_path_factory: pytest.TempPathFactory, name: str, projects: list[Path]) -> Path:
