@@ -57,7 +57,7 @@ on the CPU: with ``--device`` other than cpu or ``--autocast-bf16`` it is left o
     python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --sb3-flush-denormal   # SB3 with denormals flushed too
     python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --device cuda          # rl-core and SB3 on a GPU
     python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 6000 --autocast-bf16        # their updates in bfloat16 autocast
-    python benchmarks/offpolicy_speed_vs_sb3.py --algo sac --frames 3000 --compile              # rl-core's loss under torch.compile
+    python benchmarks/offpolicy_speed_vs_sb3.py --algo dqn --compile false        # rl-core's eager update (default: algo.compile=null, auto)
 """
 
 from __future__ import annotations
@@ -200,7 +200,7 @@ def rlcore_config(algo: str, seed: int, frames: int, profile: bool = False, devi
 
 
 def run_rlcore(
-    algo: str, seed: int, frames: int, breakdown: bool = False, device: str = "cpu", autocast: bool = False, compile: bool = False
+    algo: str, seed: int, frames: int, breakdown: bool = False, device: str = "cpu", autocast: bool = False, compile: str = "auto"
 ) -> dict[str, Any]:
     """Train rl-core's ``algo`` with the pinned hyperparameters; return frames/s and the seconds to the threshold.
 
@@ -208,8 +208,8 @@ def run_rlcore(
         (sampling, losses, backward, optimizer, target update) as ``update_seconds``.
     :param device: the trainer's device (the networks, and the replay buffer's storage with them).
     :param autocast: run the loss module's forward under ``torch.autocast`` in bfloat16 (its backward follows).
-    :param compile: run the loss module's forward (and so its backward) compiled by ``torch.compile`` (inductor); the
-        compilation, at the first update, counts in the training time.
+    :param compile: rl-core's ``algo.compile``: ``auto`` (null: the compiled update where it applies and pays), ``true``
+        or ``false``; its compilation, at the first update, counts in the training time.
     """
     import torch
 
@@ -218,6 +218,7 @@ def run_rlcore(
     torch.set_num_threads(1)
     h = SETTINGS[algo]
     config = rlcore_config(algo, seed, frames, breakdown, device)
+    config["algo"]["compile"] = {"auto": None, "true": True, "false": False}[compile]
     clock = Clock(h["threshold"])
 
     class Evaluate:
@@ -242,8 +243,6 @@ def run_rlcore(
         trainer.register_plugin(Evaluate(), "benchmark.evaluate")
         if autocast:
             trainer.loss_module.forward = in_bf16(trainer.loss_module.forward, device)  # type: ignore[method-assign]
-        if compile:
-            trainer.loss_module.forward = torch.compile(trainer.loss_module.forward)  # type: ignore[method-assign]
         trainer.train()
         seconds, cpu_seconds = clock.training_seconds(), clock.training_cpu_seconds()
     row = run_row("rl-core", algo, seed, trainer.collected_frames, seconds, clock, cpu_seconds=cpu_seconds)
@@ -594,7 +593,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="rl-core's and SB3's updates under torch.autocast in bfloat16 (matrix products in bfloat16: AMX on a CPU that has it); SBX is left out",
     )
-    parser.add_argument("--compile", action="store_true", help="rl-core's loss forward and backward compiled by torch.compile (the peers as they are)")
+    parser.add_argument(
+        "--compile", choices=("auto", "true", "false"), default="auto", help="rl-core's algo.compile (default auto: the compiled update where it applies and pays)"
+    )
     parser.add_argument(
         "--breakdown",
         action="store_true",
@@ -630,8 +631,8 @@ def main(argv: list[str] | None = None) -> int:
                 extra = {"device": args.device, "autocast": args.autocast_bf16}
             if framework == "sb3" and args.sb3_flush_denormal:
                 extra["flush_denormal"] = True
-            if framework == "rl-core" and args.compile:
-                extra["compile"] = True
+            if framework == "rl-core":
+                extra["compile"] = args.compile
             rows.append({**run_one(framework, algo, seed, frames, args.core, **extra), "group": group})
         report(algo, rows)
     return 0

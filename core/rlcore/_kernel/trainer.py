@@ -754,6 +754,17 @@ class Trainer:
             param.grad = None
         with self.profiler.timed("backward"):
             sum(terms[1:], terms[0]).backward()
+        return self.apply_gradients()
+
+    def apply_gradients(self) -> dict[str, Any]:
+        """Clip the gradients the optimizer's parameters hold (``clip_grad_norm``/``clip_norm``) and step the optimizer:
+        :meth:`optimizer_step` after its backward pass, for a plugin that computes the gradients itself.
+
+        :return: ``{"grad_norm": ...}`` when it clips by norm, else ``{}``.
+        """
+        optimizer = self.optimizer
+        assert optimizer is not None
+        params = [p for group in optimizer.param_groups for p in group["params"]]
         stats: dict[str, Any] = {}
         if self.clip_norm is not None:
             if self.clip_grad_norm:

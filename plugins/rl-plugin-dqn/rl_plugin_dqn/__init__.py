@@ -42,6 +42,9 @@ class DQNOptions(EncoderOptions):
     :param eps_end: ...and from ``eps_annealing_frames`` on (linear in between).
     :param eps_annealing_frames: frames over which epsilon is annealed; ``null``: ``eps_end`` throughout.
     :param init_random_frames: uniformly random actions, and no optimisation step, for this many frames first.
+    :param compile: the compiled update (:class:`rl_plugin_replay.CompiledUpdate`): ``false`` (the default, until it
+        wins end to end: benchmarks/RESULTS.md), eager; ``null``, where it applies and pays (a CPU run of 20,000
+        updates or more); ``true``, wherever it applies (else the run is refused, saying why).
     """
 
     gamma: Annotated[float, Range(gt=0, le=1)] = 0.99
@@ -55,6 +58,7 @@ class DQNOptions(EncoderOptions):
     eps_end: Probability = 0.04
     eps_annealing_frames: Annotated[int, Range(ge=0)] | None = 16_000
     init_random_frames: Annotated[int, Range(ge=0)] | None = 1_000
+    compile: bool | None = False
 
 
 #: the default config sections: CartPole-v1 solved within 100k frames (see benchmarks/offpolicy_learning.py)

@@ -1,4 +1,5 @@
-"""A DQN run killed with SIGKILL after a checkpoint and resumed ends bit-identical to an uninterrupted one, replay buffer included."""
+"""A DQN run killed with SIGKILL after a checkpoint and resumed ends bit-identical to an uninterrupted one, replay buffer included,
+on the eager update and on the compiled one."""
 
 from __future__ import annotations
 
@@ -48,9 +49,11 @@ ARGS = [
 ]
 
 
-def test_sigkill_then_resume_is_bit_identical_with_the_buffer(tmp_path):
+@pytest.mark.parametrize("compiled", [False, True])
+def test_sigkill_then_resume_is_bit_identical_with_the_buffer(tmp_path, compiled):
     # killed after the learning started (256 frames), the buffer not yet full
-    runs = kill_and_resume(tmp_path, ARGS, kill_after=128 * random.randint(3, 10), env={"RLCORE_PLUGINS": "rl-plugin-dqn,rl-plugin-replay"}, timeout=240)
+    args = [*ARGS, "--set", f"algo.compile={str(compiled).lower()}"]
+    runs = kill_and_resume(tmp_path, args, kill_after=128 * random.randint(3, 10), env={"RLCORE_PLUGINS": "rl-plugin-dqn,rl-plugin-replay"}, timeout=240)
     (path, a), (_, b) = last_checkpoint(runs.whole), last_checkpoint(runs.resumed)
     assert path.name.startswith(f"ckpt-{FRAMES:012d}")
     assert a["modules"]["replay_buffer"]["replay_buffer"]["storage"]["size"] == 1500  # the buffer wrapped around

@@ -30,7 +30,9 @@ and the public API an off-policy loss builds on (DQN, SAC and third-party losses
 :class:`LinearSchedule`        a coefficient annealed over frames
 :func:`flush_denormal`         denormal floats to zero on the CPU while training (Adam on dead ReLUs)
 :class:`OffPolicyLoss`         a loss module's mixin: refuses a run without the replay buffer hook (or with
-                               target networks and no updater), denormals flushed while training
+                               target networks and no updater), denormals flushed while training, and
+                               the compiled update where it applies (``compiled_update``)
+:class:`CompiledUpdate`        a loss module's losses and gradients as one ``torch.compile`` program
 ``INDEX_KEY`` ...              the keys of samples: ``"index"``, ``"_weight"``, ``"td_error"``, ``"steps_to_next_obs"``
 =============================  ==========================================================================
 
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
     from rlcore import TargetNetworks
 
     from ._buffer import ReplayBuffer, make_replay_buffer
+    from ._compiled import CompiledUpdate
     from ._exploration import EGreedy, GaussianNoise, LinearSchedule, OrnsteinUhlenbeck, RandomWarmup
     from ._hook import OffPolicyLoss, ReplayBufferTrainer
     from ._nstep import NStepReturns, bootstrap_target, critics_loss
@@ -67,6 +70,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "ReplayBuffer": "._buffer",
     "make_replay_buffer": "._buffer",
+    "CompiledUpdate": "._compiled",
     "TensorStorage": "._storage",
     "UniformSampler": "._samplers",
     "PrioritizedSampler": "._samplers",
@@ -93,6 +97,7 @@ __all__ = [
     "PRIORITY_KEY",
     "STEPS_KEY",
     "WEIGHT_KEY",
+    "CompiledUpdate",
     "EGreedy",
     "GaussianNoise",
     "HardUpdate",

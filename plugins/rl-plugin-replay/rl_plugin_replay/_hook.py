@@ -38,6 +38,7 @@ import rlcore
 from rlcore import ConfigError, Gauge, TrainerHookBase, hookimpl, require_keys
 
 from ._buffer import ReplayBuffer
+from ._compiled import CompiledUpdate, eager_because, worth_compiling
 from ._exploration import Exploration, LinearSchedule
 from ._keys import NEXT_KEYS, PRIORITY_KEY, TRANSITION_KEYS
 from ._nstep import NStepReturns
@@ -310,6 +311,21 @@ class OffPolicyLoss:
     replay_hook: ReplayBufferTrainer | None = None
     #: the hook that updates its target networks (set by the updaters' ``register``)
     target_hook: Any = None
+    #: train with the compiled update (:class:`CompiledUpdate`): ``None`` where it applies and pays (a CPU run of
+    #: :data:`AUTO_UPDATES` updates or more), ``True`` wherever it applies (else the run is refused, saying why),
+    #: ``False`` never (the first-party algorithms' ``algo.compile``)
+    compiled_update: bool | None = False
+    _compiled: CompiledUpdate | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The module's output; during a run on the compiled update, its losses computed with their gradients (detached)."""
+        compiled = self._compiled
+        if compiled is not None and torch.is_grad_enabled() and not torch.compiler.is_compiling():
+            losses = compiled.losses(*args, **kwargs)
+            if losses is not None:
+                return losses
+            self._compiled = None  # it did not compile: said once, and eager from now on
+        return super().__call__(*args, **kwargs)  # type: ignore[misc]
 
     @hookimpl
     def rl_setup(self, trainer: Any) -> None:
@@ -332,11 +348,27 @@ class OffPolicyLoss:
                 "never move (e.g. --set 'hooks.target_updater={kind: soft, tau: 0.005}')"
             )
         flush_denormal(True)
+        self._compiled = None
+        if self.compiled_update is not False and trainer.optimizer is not None:
+            why = eager_because(self, trainer, lambda hook: [i.plugin_name for i in getattr(trainer.plugin_manager.hook, hook).get_hookimpls()])
+            if why is None and self.compiled_update is None:
+                why = worth_compiling(trainer)
+            if why is None:
+                self._compiled = CompiledUpdate(self)  # type: ignore[arg-type]  # (an nn.Module: the mixin comes before it)
+            elif self.compiled_update:
+                raise ConfigError(f"algo.compile: the update cannot be compiled here: {why}; set it null or false")
+
+    @hookimpl
+    def rl_optimizer(self, trainer: Any, losses: Any) -> dict[str, Any] | None:
+        """On the compiled update, the trainer's step with the gradients computed with ``losses`` (else nothing)."""
+        if self._compiled is None or self._compiled.grads is None:
+            return None
+        return self._compiled.step(trainer)
 
     @hookimpl
     def rl_shutdown(self) -> None:
         flush_denormal(False)
-
+        self._compiled = None
 
 
 def _op_owners(trainer: Any, point: str) -> list[Any]:

@@ -38,6 +38,9 @@ class SACOptions(EncoderOptions):
     :param log_std_max: upper clamp of the actor's log standard deviation.
     :param n_step: n-step returns (the replay buffer builds the n-step transitions).
     :param init_random_frames: uniformly random actions, and no optimisation step, for this many frames first.
+    :param compile: the compiled update (:class:`rl_plugin_replay.CompiledUpdate`): ``false`` (the default, until it
+        wins end to end: benchmarks/RESULTS.md), eager; ``null``, where it applies and pays (a CPU run of 20,000
+        updates or more); ``true``, wherever it applies (else the run is refused, saying why).
     """
 
     gamma: Annotated[float, Range(gt=0, le=1)] = 0.99
@@ -50,6 +53,7 @@ class SACOptions(EncoderOptions):
     log_std_max: float = 2.0
     n_step: Annotated[int, Range(ge=1)] = 1
     init_random_frames: Annotated[int, Range(ge=0)] | None = 100
+    compile: bool | None = False
 
 
 #: the default config sections: Pendulum-v1 solved within 20k frames (see benchmarks/offpolicy_learning.py)

@@ -32,7 +32,7 @@ def build_loss(config: Mapping[str, Any], observation_space: Any, action_space: 
     cnn, obs_dim, action_dim = continuous_control("sac", opts, observation_space, action_space)
     actor = Actor(obs_dim, action_dim, opts.hidden_sizes, opts.activation, opts.log_std_min, opts.log_std_max)
     critic = TwinQ(obs_dim, action_dim, opts.hidden_sizes, opts.activation, encoder=cnn)
-    return SACLoss(
+    loss = SACLoss(
         actor,
         critic,
         action_space,
@@ -43,3 +43,5 @@ def build_loss(config: Mapping[str, Any], observation_space: Any, action_space: 
         n_step=opts.n_step,
         init_random_frames=opts.init_random_frames or 0,
     ).to(device)
+    loss.compiled_update = opts.compile
+    return loss
