@@ -38,8 +38,10 @@ def eager(loss, batch):
     return out, grads
 
 
-@pytest.mark.parametrize("options", [{"double_dqn": True, "loss": "huber"}, {"double_dqn": False, "loss": "mse", "dueling": True}])
-@pytest.mark.parametrize("prioritized", [False, True])
+@pytest.mark.parametrize(
+    ("options", "prioritized"),
+    [({"double_dqn": True, "loss": "huber"}, False), ({"double_dqn": False, "loss": "mse", "dueling": True}, True)],
+)  # (each case compiles a program of its own)
 def test_compiled_losses_priorities_and_gradients_match_eager(options, prioritized):
     torch.manual_seed(0)
     loss = rl_plugin_dqn.build_dqn({"hidden_sizes": [64, 64], **options}, SPACE, ACTIONS)

@@ -72,7 +72,7 @@ class CompiledUpdate:
 
     :param loss_module: the off-policy loss; its ``forward`` must change no Python state (its sample's
         ``"td_error"`` aside): it is traced once.
-    :param options: inductor's options (``torch.compile``'s ``options``); default :data:`OPTIONS`.
+    :param options: inductor's options (``torch.compile``'s ``options``) besides :data:`OPTIONS`.
     """
 
     def __init__(self, loss_module: nn.Module, options: Mapping[str, Any] | None = None) -> None:
@@ -81,7 +81,7 @@ class CompiledUpdate:
         self.grads: tuple[torch.Tensor, ...] | None = None
         self.compiled = False
         self.keys: list[Any] = []  # the samples' keys, from the first
-        self._program = torch.compile(self._losses_and_grads, fullgraph=True, dynamic=False, options=dict(OPTIONS if options is None else options))
+        self._program = torch.compile(self._losses_and_grads, fullgraph=True, dynamic=False, options={**OPTIONS, **(options or {})})
 
     def _losses_and_grads(self, size: int, *tensors: torch.Tensor) -> tuple[tuple[torch.Tensor, ...], dict[str, torch.Tensor], torch.Tensor | None]:
         sample = TensorDict(batch_size=[size])  # (rebuilt in the program: a TensorDict's guards cost 150 us a call, its tensors' 10)

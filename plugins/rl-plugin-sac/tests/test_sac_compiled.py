@@ -18,26 +18,26 @@ ACTIONS = gymnasium.spaces.Box(-2.0, 2.0, (2,))
 SAME_DRAWS = {"fallback_random": True}
 
 
-def replay_sample(seed: int, n: int = 32, prioritized: bool = False) -> TensorDict:
+def replay_sample(seed: int, n: int = 32) -> TensorDict:
+    """A prioritized sample: transitions and their importance weights."""
     g = torch.Generator().manual_seed(seed)
     data = {
         "observation": torch.randn(n, 3, generator=g),
         "action": torch.rand(n, 2, generator=g) * 4 - 2,
         "next": {"observation": torch.randn(n, 3, generator=g), "reward": torch.randn(n, 1, generator=g), "terminated": torch.rand(n, 1, generator=g) < 0.1},
+        "_weight": torch.rand(n, generator=g) + 0.5,
     }
-    if prioritized:
-        data["_weight"] = torch.rand(n, generator=g) + 0.5
     return TensorDict(data, batch_size=[n])
 
 
-@pytest.mark.parametrize("prioritized", [False, True])
-def test_compiled_losses_and_gradients_match_eager(prioritized):
+def test_compiled_losses_gradients_and_priorities_match_eager():
+    # a prioritized sample: the critics' errors weighted, the priorities written back (the uniform sample's path and more)
     torch.manual_seed(0)
     loss = rl_plugin_sac.build_sac({"hidden_sizes": [32, 32]}, OBS, ACTIONS)
     params = [p for p in loss.parameters() if p.requires_grad]
     compiled = CompiledUpdate(loss, options=SAME_DRAWS)
     for seed in range(3):
-        a, b = replay_sample(seed, prioritized=prioritized), replay_sample(seed, prioritized=prioritized)
+        a, b = replay_sample(seed), replay_sample(seed)
         torch.manual_seed(100 + seed)
         out = loss(a)
         grads = torch.autograd.grad(out["loss_qvalue"] + out["loss_actor"] + out["loss_alpha"], params)
@@ -48,5 +48,4 @@ def test_compiled_losses_and_gradients_match_eager(prioritized):
             torch.testing.assert_close(got[key], out[key].detach(), rtol=1e-6, atol=1e-6)
         for g_compiled, g_eager in zip(compiled.grads, grads, strict=True):
             torch.testing.assert_close(g_compiled, g_eager, rtol=1e-6, atol=1e-6)
-        if prioritized:
-            torch.testing.assert_close(b[PRIORITY_KEY], a[PRIORITY_KEY], rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(b[PRIORITY_KEY], a[PRIORITY_KEY], rtol=1e-6, atol=1e-6)
