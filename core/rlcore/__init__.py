@@ -41,6 +41,8 @@ _LAZY = {
     "load_env_states": "._app.envs",
     "make_vector_env": "._app.envs",
     "evaluate": "._app.evaluate",
+    "Policy": "._app.policy",
+    "load_policy": "._app.policy",
     "build_cli": "._app.cli",
     "describe_plugins": "._app.cli",
     "rlctl": "._app.cli:main",
@@ -123,6 +125,7 @@ __all__ = [
     "PluginError",
     "PluginInfo",
     "PluginManager",
+    "Policy",
     "RLCoreError",
     "Range",
     "RunPath",
@@ -165,6 +168,7 @@ __all__ = [
     "load_checkpoint",
     "load_config",
     "load_env_states",
+    "load_policy",
     "make_optimizer",
     "make_vector_env",
     "read_config_file",
@@ -189,6 +193,7 @@ if TYPE_CHECKING:
     from ._app.evaluate import evaluate
     from ._app.loggers import generate_exp_name, get_logger
     from ._app.optim import make_optimizer
+    from ._app.policy import Policy, load_policy
     from ._kernel.checkpoint import CheckpointBackend, CheckpointError, content_checksum
     from ._kernel.contracts import (
         AlgorithmBuilder,

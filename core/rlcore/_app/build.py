@@ -452,19 +452,25 @@ def build_parts(config: Mapping[str, Any], pm: PluginManager, num_envs: int | No
     )
     env = make_env(num_envs or env_cfg["num_envs"], kwargs=env_cfg["kwargs"])
     try:
-        algorithm = pm.factory("algorithms", config["algo"]["name"])
-        device = torch.device(config["trainer"]["device"])
-        with pm.making("algorithms", algorithm.name):
-            loss_module = algorithm.build(
-                config={k: v for k, v in config["algo"].items() if k != "name"},
-                observation_space=env.single_observation_space,
-                action_space=env.single_action_space,
-                device=device,
-            ).to(device)
+        loss_module = build_loss_module(config, pm, env.single_observation_space, env.single_action_space)
     except BaseException:
         env.close()  # (an async env's workers with it)
         raise
     return make_env, env, loss_module
+
+
+def build_loss_module(config: Mapping[str, Any], pm: PluginManager, observation_space: Any, action_space: Any, device: str | None = None) -> Any:
+    """The loss module of a resolved config's algorithm for these (wrapped) spaces, on ``device`` (default ``trainer.device``)."""
+    algorithm = pm.factory("algorithms", config["algo"]["name"])
+    target = torch.device(device or config["trainer"]["device"])
+    with pm.making("algorithms", algorithm.name):
+        built = algorithm.build(
+            config={k: v for k, v in config["algo"].items() if k != "name"},
+            observation_space=observation_space,
+            action_space=action_space,
+            device=target,
+        )
+    return built.to(target)
 
 
 def load_checkpoint(

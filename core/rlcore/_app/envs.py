@@ -44,8 +44,16 @@ def make_vector_env(
     backend = pm.factory("vectorizations", vectorization, key="env.vectorization")
     with pm.making("vectorizations", vectorization) as who:
         env = _vector_env(backend(make_one, num_envs, env_id=env_id, kwargs=kwargs), f"env.vectorization: {who}")
+    return wrap_vector_env(env, wrappers or {}, pm)
+
+
+def wrap_vector_env(env: Any, wrappers: Mapping[str, Mapping[str, Any] | None], pm: PluginManager) -> Any:
+    """``env`` under the ``env.wrappers`` pipeline ``wrappers`` (``{name: options}``, applied in order); closed on failure.
+
+    :raises ConfigError: for an unknown wrapper or a bad option.
+    """
     try:
-        for name, values in checked_wrappers(wrappers or {}, pm, defaults=False).items():
+        for name, values in checked_wrappers(wrappers, pm, defaults=False).items():
             wrapper = pm.factory("env_wrappers", name, key="env.wrappers")
             with pm.making("env_wrappers", name) as who:
                 env = _vector_env(wrapper(env, **values), f"env.wrappers.{name}: {who}")

@@ -16,13 +16,9 @@ from gymnasium.vector import AutoresetMode
 from tensordict import TensorDict
 from tensordict.nn import InteractionType, set_interaction_type
 
-from .._kernel.contracts import CONFIG_FILE
-from .._kernel.errors import ConfigError, first_line
-from .._kernel.manager import PluginManager, get_plugin_manager
-from .build import build_parts, freeze, load_checkpoint
+from .._kernel.manager import PluginManager
 from .collector import rewards_of_env, to_tensor
-from .config import read_config_file, resolve_config
-from .envs import load_env_states
+from .policy import load_policy
 
 #: ``on_frame(render)``: called before each action of the first env's first episode; ``render()``
 #: returns that env's frame (``env.render()[0]``), drawn only when called.
@@ -169,7 +165,8 @@ def evaluate_run(
 ) -> dict[str, Any]:
     """Evaluate the policy of a run's checkpoint deterministically on a fresh one-env env.
 
-    The env is built from the run's config, with the normalisation statistics of the checkpoint, frozen.
+    The policy is :func:`rlcore.load_policy`'s, the env its :meth:`~rlcore.Policy.make_env`: the run's, with the
+    normalisation statistics of the checkpoint, frozen.
 
     :param run_dir: the run directory.
     :param episodes: full episodes to run.
@@ -181,30 +178,16 @@ def evaluate_run(
     :param on_frame: the frame callback of :func:`evaluate` (the first episode).
     :return: the checkpoint, its frames, the mean/std of returns, and each episode's return and length.
     """
-    pm = plugin_manager or get_plugin_manager()
-    run_dir = Path(run_dir)
-    run_config = read_config_file(run_dir / CONFIG_FILE)
-    # the run's loggers and hooks take no part: evaluating needs none of their plugins installed
-    config = resolve_config({k: v for k, v in run_config.items() if k not in ("loggers", "hooks")}, pm)
-    if env_kwargs:
-        config["env"]["kwargs"] = {**config["env"]["kwargs"], **env_kwargs}
-    _, env, loss_module = build_parts(config, pm, num_envs=1)
+    policy = load_policy(run_dir, checkpoint=checkpoint, preprocess=False, plugin_manager=plugin_manager)
+    env = policy.make_env(1, **(env_kwargs or {}))
     try:
-        path, state = load_checkpoint(run_dir, checkpoint, pm)
-        model, env_state = state["loss_module"], state.get("modules", {}).get("env", {})
-        try:
-            loss_module.load_state_dict(model)
-            load_env_states(env, env_state)
-        except (RuntimeError, KeyError, ValueError) as err:  # another run's checkpoint: other networks or envs
-            raise ConfigError(f"{path}: not a checkpoint of the run in {run_dir} ({first_line(err)})") from None
-        freeze(env)
-        result = evaluate(loss_module.policy, env, episodes, seed=seed, on_frame=on_frame)
+        result = evaluate(policy.module, env, episodes, seed=seed, on_frame=on_frame)
     finally:
         env.close()
     returns = torch.tensor(result["returns"], dtype=torch.float64)
     return {
-        "checkpoint": str(path),
-        "frames": int(state["counters"]["collected_frames"]),
+        "checkpoint": str(policy.checkpoint),
+        "frames": policy.frames,
         "episodes": episodes,
         "mean_return": float(returns.mean()),
         "std_return": float(returns.std(unbiased=False)),
