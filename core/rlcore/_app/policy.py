@@ -120,6 +120,7 @@ class Policy:
     call and when the batch size changes.
 
     :ivar module: the ``tensordict.nn`` policy (reads ``observation``, writes ``action``), in eval mode.
+    :ivar run_dir: the run directory.
     :ivar config: the run's resolved config.
     :ivar checkpoint: the checkpoint the weights come from.
     :ivar frames: the frames the run had collected at that checkpoint.
@@ -130,6 +131,7 @@ class Policy:
     def __init__(
         self,
         module: Any,
+        run_dir: Path,
         config: dict[str, Any],
         checkpoint: Path,
         frames: int,
@@ -138,7 +140,7 @@ class Policy:
         preprocessor: Preprocessor | None,
         spaces: tuple[Any, Any],
     ) -> None:
-        self.module, self.config, self.checkpoint, self.frames = module, config, checkpoint, frames
+        self.module, self.run_dir, self.config, self.checkpoint, self.frames = module, run_dir, config, checkpoint, frames
         self.observation_space, self.action_space = spaces
         self._env_states, self._pm, self._preprocessor = env_states, pm, preprocessor
         self._device = next((p.device for p in module.parameters()), torch.device("cpu"))
@@ -297,4 +299,4 @@ def load_policy(
         raise
     spaces = (preprocessor.raw_observation_space, preprocessor.raw_action_space) if preprocessor is not None else wrapped
     policy = module.policy.eval().requires_grad_(False)
-    return Policy(policy, config, found, int(state["counters"]["collected_frames"]), env_states, pm, preprocessor, spaces)
+    return Policy(policy, run_dir, config, found, int(state["counters"]["collected_frames"]), env_states, pm, preprocessor, spaces)

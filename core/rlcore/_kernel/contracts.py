@@ -139,7 +139,9 @@ class EnvWrapperProtocol(Protocol):
     to change them sets it, later ones keep it), so that episode returns are logged in the env's
     scale. A wrapper with statistics (running means) updates them only while ``training`` is true
     (evaluation envs get a frozen copy) and saves them with ``state_dict``/``load_state_dict``,
-    which every checkpoint carries.
+    which every checkpoint carries. A wrapper that changes observations may offer
+    ``observation_module()``: its transform as a ``torch.nn.Module``, with its statistics of now,
+    which ``rlctl export`` (rl-plugin-export) bakes into an exported policy.
     """
 
     #: the wrapped vector env

@@ -51,6 +51,10 @@ class _ObservationTransform(VectorWrapper):
     def transform(self, obs: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def observation_module(self) -> Any:
+        """:meth:`transform` as a ``torch.nn.Module``, with the statistics of now (what ``rlctl export`` bakes in)."""
+        raise NotImplementedError
+
     def observe(self, obs: np.ndarray) -> None:
         """See observations before they are transformed (statistics)."""
 
@@ -87,6 +91,11 @@ class NormalizeObservation(_ObservationTransform):
     def transform(self, obs: np.ndarray) -> np.ndarray:
         out = (obs - self.rms.mean) / np.sqrt(self.rms.var + self.epsilon)
         return np.clip(out, -self.clip, self.clip).astype(np.float32)
+
+    def observation_module(self) -> Any:
+        from ._modules import Standardize
+
+        return Standardize(self.rms.mean, np.sqrt(self.rms.var + self.epsilon), self.clip)
 
     def state_dict(self) -> dict[str, Any]:
         return self.rms.state_dict()
@@ -178,6 +187,13 @@ class FixedNormalizeObservation(_ObservationTransform):
         if self.clip is not None:
             out = np.clip(out, -self.clip, self.clip)
         return out.astype(np.float32)
+
+    def observation_module(self) -> Any:
+        from ._modules import Standardize
+
+        if self.loc is None or self.scale is None:
+            raise RuntimeError("fixed_normalize_observation: the statistics are computed at the first reset")
+        return Standardize(self.loc, self.scale, self.clip)
 
     def state_dict(self) -> dict[str, Any]:
         import torch

@@ -36,6 +36,27 @@ def test_normalize_observation_and_reward_match_a_hand_computation() -> None:
     raw.close()
 
 
+@pytest.mark.parametrize(
+    "wrappers",
+    [
+        {"normalize_observation": {"clip": 1.5}},
+        {"fixed_normalize_observation": {"steps": 50}},
+        {"fixed_normalize_observation": {"source": "given", "loc": 0.5, "scale": 3.0, "clip": 0.1}},
+    ],
+)
+def test_the_observation_module_is_the_transform_in_torch(wrappers: dict[str, dict[str, object]]) -> None:
+    env = make("CartPole-v1", 2, wrappers)
+    env.reset(seed=0)
+    for _ in range(20):
+        env.step(np.array([0, 1]))
+    layer = next(layer for layer in rlcore.env_layers(env) if hasattr(layer, "observation_module"))
+    obs = np.random.default_rng(0).normal(scale=2.0, size=(64, 4)).astype(np.float32)
+    module = layer.observation_module()
+    assert np.array_equal(module(torch.as_tensor(obs)).numpy(), layer.transform(obs))  # bit for bit, clipping included
+    assert module.clip is None or (np.abs(layer.transform(obs)) == module.clip).any()  # (the bound is reached)
+    env.close()
+
+
 def test_fixed_normalization_from_bounds_from_a_rollout_and_given() -> None:
     bounds = make("MountainCar-v0", 2, {"fixed_normalize_observation": {"source": "bounds"}})
     raw = make("MountainCar-v0", 2)
