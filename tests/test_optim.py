@@ -115,3 +115,32 @@ def test_the_optim_sections_adam_steps_as_torchs_own_bit_for_bit(name):
     fast.step()
     scheduler.step()
     assert fast.param_groups[0]["lr"] == pytest.approx(0.5 * 1e-2 / 12)
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"name": "adam", "betas": [0.8, 0.9], "amsgrad": True}, (torch.optim.Adam, {"betas": (0.8, 0.9), "amsgrad": True, "eps": 1e-8})),
+        ({"name": "sgd", "momentum": 0.9, "nesterov": True}, (torch.optim.SGD, {"momentum": 0.9, "nesterov": True})),
+        ({"name": "torch.optim.NAdam", "momentum_decay": 0.002}, (torch.optim.NAdam, {"momentum_decay": 0.002})),
+        ({"name": "torch.optim:RMSprop", "alpha": 0.9, "centered": True}, (torch.optim.RMSprop, {"alpha": 0.9, "centered": True})),
+    ],
+)
+def test_the_optimizers_own_options_pass_through(tmp_path, options, expected):
+    """``optim``'s other keys are the optimizer's keyword arguments, checked against its signature, and reach it."""
+    config = rlcore.load_config(
+        overrides=["env.id=CartPole-v1", "trainer.total_frames=64", "collector.frames_per_batch=64", "trainer.progress_bar=false", "loggers={}"],
+        optim={**options, "lr": 1e-3, "eps": 1e-8},
+    )
+    trainer = rlcore.build_trainer(config, tmp_path / "run")
+    cls, values = expected
+    assert type(trainer.optimizer) is cls
+    group = trainer.optimizer.param_groups[0]
+    assert {key: tuple(group[key]) if key == "betas" else group[key] for key in values} == values
+    trainer.train()  # and it steps: an AMSGrad or Nesterov step, through torch's own
+    assert trainer.collected_frames == 64
+
+
+def test_device_auto_is_cuda_where_there_is_one():
+    config = rlcore.load_config(overrides=["trainer.device=auto"])
+    assert config["trainer"]["device"] == ("cuda" if torch.cuda.is_available() else "cpu")

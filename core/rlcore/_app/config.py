@@ -19,7 +19,7 @@ from .._kernel.errors import ConfigError, first_line, shown, valid_choices
 from .._kernel.manager import PluginManager, get_plugin_manager
 from .._kernel.options import REQUIRED, ImportPath, Range, options_of, validate_options
 from ..hookspecs import LIFECYCLE_HOOKS, LOOP_HOOKS, REGISTRIES
-from .devices import check_device
+from .devices import auto_device, check_device
 from .envs import check_env, checked_wrappers
 
 SECTIONS = ("env", "collector", "algo", "optim", "trainer", "loggers", "hooks", "checkpoint")
@@ -74,15 +74,19 @@ COLLECTOR_ARGUMENTS = ("env", "policy", "frames_per_batch", "device", "make_env"
 class OptimSection:
     """``optim``: the optimizer of the loss module's parameters.
 
-    :param name: the optimizer.
+    The section's other keys are the optimizer's own keyword arguments, checked against its signature
+    (``betas``, ``amsgrad``, ``momentum``, ``nesterov``, ...).
+
+    :param name: the optimizer: ``adam``, ``adamw``, ``sgd``, ``rmsprop``, or the import path of a
+        ``torch.optim.Optimizer`` class (``torch.optim.NAdam``, ``mypackage.optim:Lion``).
     :param lr: the learning rate.
-    :param eps: Adam's and RMSprop's epsilon.
+    :param eps: the epsilon of the optimizers that take one (Adam, AdamW, RMSprop).
     :param weight_decay: L2 penalty (decoupled for AdamW).
     :param lr_schedule: how the learning rate moves from ``lr`` to ``lr_end`` over ``trainer.total_frames``.
     :param lr_end: the last learning rate of a schedule.
     """
 
-    name: Literal["adam", "adamw", "sgd", "rmsprop"] = "adam"
+    name: str = "adam"
     lr: Annotated[float, Range(gt=0)] = 3e-4
     eps: Annotated[float, Range(gt=0)] = 1e-8
     weight_decay: Annotated[float, Range(ge=0)] = 0.0
@@ -103,7 +107,8 @@ class TrainerSection:
     :param log_interval: frames between two logged values of one metric.
     :param save_trainer_interval: frames between checkpoints.
     :param progress_bar: show a progress bar on a terminal.
-    :param device: where the loss module runs (``cpu``, ``cuda``, ``cuda:1``, ``mps``).
+    :param device: where the loss module runs (``cpu``, ``cuda``, ``cuda:1``, ``mps``); ``auto``: CUDA when this machine
+        has it, else the CPU (the resolved config records which).
     :param num_threads: torch threads on CPU; ``null``: torch's default.
     :param logger_timeout: seconds a logger may take to write; one that takes longer is dropped.
     :param logger_setup_timeout: seconds a logger may take to set up (a tracking server's first answer); one that
@@ -324,7 +329,12 @@ def resolve_config(user: Mapping[str, Any], plugin_manager: PluginManager) -> di
         if section == "collector":
             config[section] = _collector_section(config[section], plugin_manager)
             continue
+        if section == "optim":
+            config[section] = _optim_section(config[section])
+            continue
         config[section] = validate_options(section, declared, config[section])
+    if config["trainer"]["device"] == "auto":
+        config["trainer"]["device"] = auto_device()
     options = {k: v for k, v in config["algo"].items() if k != "name"}
     config["algo"] = {"name": name, **validate_options("algo", algorithm.option_types(), options)}
     for section in NAMED_SECTIONS:  # an entry set to null stays, as null: it removes a default one for good
@@ -369,6 +379,22 @@ def _collector_section(values: Mapping[str, Any], plugin_manager: PluginManager)
         raise ConfigError(f"unknown key collector.{unknown[0]} (valid choices: {valid_choices([*kernel_keys, *declared], unknown[0])})")
     defaults = {n: o.default for n, o in declared.items() if o.default is not REQUIRED}
     return {**kernel, **validate_options("collector", factory, {**defaults, **given}, COLLECTOR_ARGUMENTS)}
+
+
+def _optim_section(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``optim`` section, checked: rl-core's keys, then the optimizer's own (its signature's keyword parameters).
+
+    :raises ConfigError: for an unknown optimizer, a key it does not take (naming those it does) or a bad value.
+    """
+    kernel_keys = [f.name for f in dataclasses.fields(OptimSection)]
+    kernel = validate_options("optim", OptimSection, {k: v for k, v in values.items() if k in kernel_keys})
+    own = {k: v for k, v in values.items() if k not in kernel_keys}
+    if kernel["name"] in ("adam", "adamw", "sgd", "rmsprop") and not own:
+        return kernel
+    from .optim import optimizer_options  # (lazy: torch.optim; a config of a named optimizer is checked without torch)
+
+    checked = optimizer_options(kernel["name"], {**kernel, **own})
+    return {**kernel, **{k: checked[k] for k in own}}
 
 
 def check_config(config: Mapping[str, Any], plugin_manager: PluginManager) -> None:

@@ -5,6 +5,13 @@ from __future__ import annotations
 from .._kernel.errors import ConfigError, shown
 
 
+def auto_device() -> str:
+    """``trainer.device: auto``: ``cuda`` when this machine has a CUDA device, else ``cpu``."""
+    import torch  # (lazy: a config is read and checked without torch)
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def check_device(device: str, key: str) -> None:
     """Refuse a device torch does not know or this machine does not have.
 

@@ -144,8 +144,10 @@ _ENTRY_POINTS_LOADED: list[bool] = []
 def _headless_rendering() -> None:
     """Without a display, render ``rgb_array`` frames off-screen: pygame's dummy video driver (no SDL error
     line on every run) and MuJoCo's EGL (its default needs a display); a value the user set is kept.
-    SDL (pygame) takes no signal handlers: it would turn a SIGTERM into a quit event nobody reads."""
+    SDL (pygame) takes no signal handlers: it would turn a SIGTERM into a quit event nobody reads, and pygame
+    prints no greeting on stdout, where ``rlctl eval`` writes its JSON."""
     os.environ.setdefault("SDL_NO_SIGNAL_HANDLERS", "1")
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
         os.environ.setdefault("MUJOCO_GL", "egl")
