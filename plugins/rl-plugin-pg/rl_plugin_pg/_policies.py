@@ -12,6 +12,9 @@ rather than ``torch.distributions`` objects, whose construction and argument val
 cost more than the network itself.
 
 - ``Discrete(n)``: a categorical over ``n`` logits.
+- ``MultiDiscrete(nvec)``: one categorical per entry, over its ``nvec[i]`` logits; the log-probability
+  and the entropy are the sums over the entries.
+- ``MultiBinary(n)``: ``n`` independent Bernoullis, one logit each (the mode: a positive logit).
 Image observations (``uint8`` or ``bool`` boxes, channels first or last; ``encoder="auto"`` or
 ``"cnn"``) go through one CNN of rl-plugin-nets (the Nature-DQN CNN, or MinAtar's for small images)
 shared by the actor and the critic, each a linear head on its features (CleanRL's Atari layout);
@@ -31,6 +34,7 @@ from typing import Any, cast
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from tensordict import TensorDictBase
 from tensordict.nn import InteractionType, TensorDictModuleBase, interaction_type
 from torch import nn
@@ -39,6 +43,8 @@ from rl_plugin_nets import MLP, float_observations
 from rlcore import ConfigError
 
 ACTION_BOUNDS = ("clip", "tanh")
+#: the action distributions, by action space: ``Discrete``, ``MultiDiscrete``, ``MultiBinary``, ``Box``
+KINDS = ("categorical", "multi_categorical", "bernoulli", "gaussian")
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
@@ -52,8 +58,10 @@ class ActorCritic(TensorDictModuleBase):
     with a linear head each; or, given an ``encoder`` (a CNN), a linear head each on the encoder's features.
 
     :param obs_shape: shape of one observation (flattened into the MLP's input).
-    :param action_dim: number of discrete actions, or the size of a continuous action.
-    :param discrete: categorical (``True``) or Gaussian (``False``) actions.
+    :param action_dim: number of discrete actions, of binary entries, or the size of a continuous action
+        (for ``multi_categorical``: the number of entries, ``len(nvec)``).
+    :param kind: the action distribution, one of :data:`KINDS`.
+    :param nvec: the number of choices of each entry of ``multi_categorical`` actions.
     :param hidden_sizes: hidden layer widths of each MLP (of the trunk, when shared).
     :param activation: a name of ``rl_plugin_nets.ACTIVATIONS``.
     :param shared_trunk: one trunk feeds both heads, instead of one MLP each.
@@ -74,7 +82,8 @@ class ActorCritic(TensorDictModuleBase):
         obs_shape: Sequence[int],
         action_dim: int,
         *,
-        discrete: bool,
+        kind: str,
+        nvec: Sequence[int] = (),
         hidden_sizes: Sequence[int] = (64, 64),
         activation: str = "tanh",
         shared_trunk: bool = False,
@@ -87,6 +96,11 @@ class ActorCritic(TensorDictModuleBase):
         super().__init__()
         if action_bounds not in ACTION_BOUNDS:
             raise ValueError(f"unknown action_bounds {action_bounds!r}; valid choices: {', '.join(ACTION_BOUNDS)}")
+        if kind not in KINDS:
+            raise ValueError(f"unknown kind {kind!r}; valid choices: {', '.join(KINDS)}")
+        self.kind = kind
+        self.nvec = [int(n) for n in nvec]
+        discrete = kind != "gaussian"
         self.discrete = discrete
         self.obs_ndim = len(obs_shape)
         obs_dim = int(np.prod(obs_shape))
@@ -102,7 +116,8 @@ class ActorCritic(TensorDictModuleBase):
             body = [cast(int, encoder.out_dim)]
         else:
             body = [obs_dim, *hidden_sizes] if self.trunk is None else [self.trunk.out_dim]
-        self.actor_net = MLP([*body, action_dim], activation, init="orthogonal", out_gain=0.01)  # near-uniform initial policy
+        logits = sum(self.nvec) if kind == "multi_categorical" else action_dim
+        self.actor_net = MLP([*body, logits], activation, init="orthogonal", out_gain=0.01)  # near-uniform initial policy
         self.critic_net = MLP([*body, 1], activation, init="orthogonal", out_gain=1.0)
         if not discrete:
             self.log_std = nn.Parameter(torch.full((action_dim,), float(log_std_init)))
@@ -141,15 +156,18 @@ class ActorCritic(TensorDictModuleBase):
         """Act on ``tensordict["observation"]``: sample under ``RANDOM``, take the mode otherwise."""
         out = self.actor(tensordict.get("observation"))
         random = sampling()
-        if self.discrete:
-            log_probs = torch.log_softmax(out, -1)
-            if random:  # Gumbel-max: argmax(log p - log E), E ~ Exp(1); cheaper than torch.multinomial on small batches
-                noise = torch.empty_like(log_probs).exponential_().log_()
-                action = (log_probs - noise).argmax(-1, keepdim=True)
-            else:
-                action = out.argmax(-1, keepdim=True)
-            tensordict.set("sample_log_prob", log_probs.gather(-1, action).squeeze(-1))
-            tensordict.set("action", action.squeeze(-1))
+        if self.kind == "categorical":
+            action, log_prob = _categorical(out, random)
+            tensordict.set("sample_log_prob", log_prob)
+            tensordict.set("action", action)
+        elif self.kind == "multi_categorical":
+            actions, log_probs = zip(*(_categorical(chunk, random) for chunk in out.split(self.nvec, -1)))
+            tensordict.set("sample_log_prob", torch.stack(log_probs, -1).sum(-1))
+            tensordict.set("action", torch.stack(actions, -1))
+        elif self.kind == "bernoulli":
+            ones = torch.rand_like(out) < torch.sigmoid(out) if random else out > 0
+            tensordict.set("sample_log_prob", _bernoulli_log_prob(out, ones).sum(-1))
+            tensordict.set("action", ones.long())
         else:
             log_std = self.log_std.expand_as(out)
             raw = out + log_std.exp() * torch.randn_like(out) if random else out
@@ -173,15 +191,42 @@ class ActorCritic(TensorDictModuleBase):
         :return: ``(log_prob [B], entropy [B], value [B, 1])``.
         """
         out, value = self.heads(obs)
-        if self.discrete:
-            log_probs = torch.log_softmax(out, -1)
-            log_prob = log_probs.gather(-1, action.long().unsqueeze(-1)).squeeze(-1)
-            entropy = -(log_probs.exp() * log_probs).sum(-1)
+        if self.kind == "categorical":
+            log_prob, entropy = _categorical_evaluate(out, action)
+        elif self.kind == "multi_categorical":
+            log_probs, entropies = zip(*(_categorical_evaluate(chunk, action[..., i]) for i, chunk in enumerate(out.split(self.nvec, -1))))
+            log_prob, entropy = torch.stack(log_probs, -1).sum(-1), torch.stack(entropies, -1).sum(-1)
+        elif self.kind == "bernoulli":
+            log_prob = _bernoulli_log_prob(out, action).sum(-1)
+            p = torch.sigmoid(out)
+            entropy = -(p * F.logsigmoid(out) + (1 - p) * F.logsigmoid(-out)).sum(-1)
         else:
             log_std = self.log_std.expand_as(out)
             log_prob = gaussian_log_prob(action, out, log_std)
             entropy = (0.5 + _LOG_SQRT_2PI + log_std).sum(-1)
         return log_prob, entropy, value
+
+
+def _categorical(logits: torch.Tensor, random: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """An action of the categorical of ``logits`` (sampled, or its mode) and its log-probability."""
+    log_probs = torch.log_softmax(logits, -1)
+    if random:  # Gumbel-max: argmax(log p - log E), E ~ Exp(1); cheaper than torch.multinomial on small batches
+        noise = torch.empty_like(log_probs).exponential_().log_()
+        action = (log_probs - noise).argmax(-1, keepdim=True)
+    else:
+        action = logits.argmax(-1, keepdim=True)
+    return action.squeeze(-1), log_probs.gather(-1, action).squeeze(-1)
+
+
+def _categorical_evaluate(logits: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The log-probability of ``action`` under the categorical of ``logits``, and its entropy."""
+    log_probs = torch.log_softmax(logits, -1)
+    return log_probs.gather(-1, action.long().unsqueeze(-1)).squeeze(-1), -(log_probs.exp() * log_probs).sum(-1)
+
+
+def _bernoulli_log_prob(logits: torch.Tensor, ones: torch.Tensor) -> torch.Tensor:
+    """The log-probability of each 0/1 entry of ``ones`` under independent Bernoullis of ``logits``."""
+    return torch.where(ones.bool(), F.logsigmoid(logits), F.logsigmoid(-logits))
 
 
 def gaussian_log_prob(x: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
@@ -223,11 +268,16 @@ def make_actor_critic(
         options["encoder"] = cnn
     obs_shape = observation_space.shape
     if isinstance(action_space, spaces.Discrete):
-        return ActorCritic(obs_shape, int(action_space.n), discrete=True, **options)
+        return ActorCritic(obs_shape, int(action_space.n), kind="categorical", **options)
+    if isinstance(action_space, spaces.MultiDiscrete) and len(action_space.shape) == 1 and not np.any(action_space.start):
+        return ActorCritic(obs_shape, len(action_space.nvec), kind="multi_categorical", nvec=action_space.nvec.tolist(), **options)
+    if isinstance(action_space, spaces.MultiBinary) and len(action_space.shape) == 1:
+        return ActorCritic(obs_shape, int(action_space.shape[0]), kind="bernoulli", **options)
     if isinstance(action_space, spaces.Box) and len(action_space.shape) == 1:
         if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
             options["action_bounds"] = "clip"  # unbounded: clipping to +-inf leaves actions unchanged
-        return ActorCritic(
-            obs_shape, int(action_space.shape[0]), discrete=False, low=action_space.low, high=action_space.high, **options
-        )
-    raise ConfigError(f"algo.name: the pg algorithms need a Discrete or one-dimensional Box action space, the env has {action_space}")
+        return ActorCritic(obs_shape, int(action_space.shape[0]), kind="gaussian", low=action_space.low, high=action_space.high, **options)
+    raise ConfigError(
+        "algo.name: the pg algorithms need a Discrete, a one-dimensional MultiDiscrete (starting at 0) or MultiBinary, "
+        f"or a one-dimensional Box action space; the env has {action_space}"
+    )

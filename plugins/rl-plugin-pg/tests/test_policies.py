@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gymnasium
 import numpy as np
 import pytest
 import torch
@@ -96,9 +97,53 @@ def test_shared_trunk_and_image_like_observations():
     assert out["action"].shape == (5,) and policy.value(torch.rand(5, 2, 3)).shape == (5, 1)
 
 
+def test_multi_discrete_and_multi_binary_evaluate_match_torch_distributions():
+    torch.manual_seed(1)
+    obs = torch.randn(9, 4)
+    multi = make_actor_critic(spaces.Box(-1, 1, (4,)), spaces.MultiDiscrete([3, 2, 4]), hidden_sizes=[8])
+    action = torch.stack([torch.randint(0, n, (9,)) for n in (3, 2, 4)], -1)
+    log_prob, entropy, _ = multi.evaluate(obs, action)
+    dists = [torch.distributions.Categorical(logits=chunk) for chunk in multi.actor(obs).split([3, 2, 4], -1)]
+    torch.testing.assert_close(log_prob, sum(d.log_prob(action[:, i]) for i, d in enumerate(dists)))
+    torch.testing.assert_close(entropy, sum(d.entropy() for d in dists))
+
+    binary = make_actor_critic(spaces.Box(-1, 1, (4,)), spaces.MultiBinary(5), hidden_sizes=[8])
+    ones = torch.randint(0, 2, (9, 5))
+    log_prob, entropy, _ = binary.evaluate(obs, ones)
+    dist = torch.distributions.Bernoulli(logits=binary.actor(obs))
+    torch.testing.assert_close(log_prob, dist.log_prob(ones.float()).sum(-1))
+    torch.testing.assert_close(entropy, dist.entropy().sum(-1))
+
+
+@pytest.mark.parametrize("space", [spaces.MultiDiscrete([3, 2]), spaces.MultiBinary(2)])
+def test_multi_discrete_and_multi_binary_samples_and_modes(space):
+    torch.manual_seed(0)
+    policy = make_actor_critic(spaces.Box(-1, 1, (3,)), space, hidden_sizes=[16])
+    with torch.no_grad():
+        policy.actor_net.bias1.copy_(torch.tensor([1.5, 0.0, -1.0, -0.5, 0.5][: policy.actor_net.bias1.numel()]))
+    obs = torch.randn(1, 3).expand(6000, 3)
+    out = _act(policy, obs, InteractionType.RANDOM)
+    assert out["action"].shape == (6000, 2) and out["action"].dtype == torch.long
+    assert all(space.contains(a) for a in out["action"][:50].numpy())
+    log_prob, _, _ = policy.evaluate(obs[:50], out["action"][:50])
+    torch.testing.assert_close(out["sample_log_prob"][:50], log_prob)  # what acting says is what learning reads
+    logits = policy.actor(obs[:1])[0].detach()
+    if isinstance(space, spaces.MultiBinary):
+        torch.testing.assert_close(out["action"].float().mean(0), torch.sigmoid(logits), atol=0.03, rtol=0)
+        mode = (logits > 0).long()
+    else:
+        first = torch.bincount(out["action"][:, 0], minlength=3) / 6000
+        torch.testing.assert_close(first, torch.softmax(logits[:3], -1), atol=0.03, rtol=0)
+        mode = torch.stack([logits[:3].argmax(), logits[3:].argmax()])
+    assert (_act(policy, obs[:5], InteractionType.DETERMINISTIC)["action"] == mode).all()
+
+
 def test_unsupported_spaces_are_refused():
-    with pytest.raises(rlcore.ConfigError, match=r"^algo\.name: the pg algorithms need a Discrete or one-dimensional Box action space"):
-        make_actor_critic(spaces.Box(-1, 1, (3,)), spaces.MultiDiscrete([2, 2]))
+    need = r"^algo\.name: the pg algorithms need a Discrete, a one-dimensional MultiDiscrete"
+    with pytest.raises(rlcore.ConfigError, match=need + r" .* the env has Box\(-1.0, 1.0, \(2, 2\)"):
+        make_actor_critic(spaces.Box(-1, 1, (3,)), spaces.Box(-1, 1, (2, 2)))
+    with pytest.raises(rlcore.ConfigError, match=r"the env has MultiDiscrete\(\[\[2 2\]"):
+        make_actor_critic(spaces.Box(-1, 1, (3,)), spaces.MultiDiscrete([[2, 2]]))
     with pytest.raises(rlcore.ConfigError, match=r"^algo\.name: the pg algorithms need a Box observation space, the env has Discrete$"):
         make_actor_critic(spaces.Discrete(16), spaces.Discrete(4))
     with pytest.raises(ValueError, match="unknown activation"):
@@ -143,3 +188,38 @@ def test_ppo_learns_to_read_images_through_the_cnn(tmp_path):
     trained = rlcore.evaluate(trainer.loss_module.policy, env, episodes=40, seed=1)["returns"]
     env.close()
     assert sum(untrained) / 40 <= 0.75 and sum(trained) / 40 >= 0.95, (untrained, trained)
+
+
+class PushedByTheFirstEntry(gymnasium.ActionWrapper):
+    """CartPole whose push is the first entry of a ``MultiDiscrete([2, 3])`` or ``MultiBinary(3)`` action; the other
+    entries do nothing (the policy learns to leave them to chance)."""
+
+    def __init__(self, env: gymnasium.Env, binary: bool) -> None:
+        super().__init__(env)
+        self.action_space = spaces.MultiBinary(3) if binary else spaces.MultiDiscrete([2, 3])
+
+    def action(self, action: np.ndarray) -> int:
+        return int(action[0])
+
+
+def _pushed_cartpole(binary: bool) -> gymnasium.Env:
+    return PushedByTheFirstEntry(gymnasium.make("CartPole-v1"), binary)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("binary", [False, True], ids=["multi-discrete", "multi-binary"])
+def test_ppo_learns_with_multi_discrete_and_multi_binary_actions(tmp_path, binary):
+    env_id = f"rlcore-tests/PushedCartPole{'Binary' if binary else 'Multi'}-v0"
+    if env_id not in gymnasium.registry:
+        gymnasium.register(env_id, entry_point=lambda: _pushed_cartpole(binary))
+    config = rlcore.load_config(
+        algo={"name": "ppo"},
+        env={"id": env_id},
+        overrides=["trainer.total_frames=20480", "trainer.seed=1", "trainer.progress_bar=false", "loggers.console=null"],
+    )
+    trainer = rlcore.build_trainer(config, run_dir=tmp_path / "run")
+    trainer.train()
+    env = trainer.make_env(num_envs=1)
+    returns = rlcore.evaluate(trainer.loss_module.policy, env, episodes=5, seed=100)["returns"]
+    env.close()
+    assert sum(returns) / 5 >= 300, returns
