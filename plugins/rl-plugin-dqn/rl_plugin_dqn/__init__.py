@@ -37,6 +37,8 @@ class DQNOptions(EncoderOptions):
     :param n_step: n-step returns (the replay buffer builds the n-step transitions).
     :param loss: the TD loss: ``huber`` (smooth L1) or ``mse``.
     :param hidden_sizes: hidden layer widths of the Q-network (of its trunk, when dueling); unused with a CNN.
+    :param net_arch: ``{qf: [..]}``: the Q-network's hidden widths, in place of ``hidden_sizes``; with an encoder (a CNN,
+        ``network``), the hidden layers of the head on its features (none by default).
     :param activation: the activation after each hidden layer.
     :param eps_init: epsilon-greedy exploration: epsilon at frame 0...
     :param eps_end: ...and from ``eps_annealing_frames`` on (linear in between).
@@ -53,6 +55,7 @@ class DQNOptions(EncoderOptions):
     n_step: Annotated[int, Range(ge=1)] = 3
     loss: Literal["huber", "mse"] = "huber"
     hidden_sizes: list[Annotated[int, Range(ge=1)]] = field(default_factory=lambda: [256, 256])
+    net_arch: dict[Literal["qf"], list[Annotated[int, Range(ge=1)]]] = field(default_factory=dict)
     activation: Activation = "relu"
     eps_init: Probability = 1.0
     eps_end: Probability = 0.04

@@ -17,7 +17,7 @@ from ._loss import DQNLoss
 from ._networks import QNetwork
 
 #: the ``algo`` keys that shape the Q-network, not the loss
-NETWORK_KEYS = ("hidden_sizes", "activation", "dueling", *ENCODER_KEYS)
+NETWORK_KEYS = ("hidden_sizes", "net_arch", "activation", "dueling", *ENCODER_KEYS)
 #: the ``algo`` keys of the loss module's training, not of its math
 TRAINING_KEYS = ("compile",)
 
@@ -39,8 +39,9 @@ def build_loss(config: Mapping[str, Any], observation_space: Any, action_space: 
         raise ConfigError(f"algo.name: dqn needs a Discrete action space, the env has {action_space}")
     if not isinstance(observation_space, spaces.Box):
         raise ConfigError(f"algo.name: dqn needs a Box observation space, the env has {type(observation_space).__name__}")
-    encoder = image_encoder(observation_space, **{key: getattr(opts, key) for key in ENCODER_KEYS})
-    qnet = QNetwork(int(np.prod(observation_space.shape)), int(action_space.n), opts.hidden_sizes, opts.activation, opts.dueling, encoder)
+    encoder = image_encoder(observation_space, **{key: getattr(opts, key) for key in ENCODER_KEYS}, action_space=action_space)
+    hidden = opts.net_arch.get("qf", [] if encoder is not None else opts.hidden_sizes)
+    qnet = QNetwork(int(np.prod(observation_space.shape)), int(action_space.n), hidden, opts.activation, opts.dueling, encoder)
     kwargs = {f.name: getattr(opts, f.name) for f in fields(opts) if f.name not in (*NETWORK_KEYS, *TRAINING_KEYS)}
     kwargs["init_random_frames"] = kwargs["init_random_frames"] or 0
     loss = DQNLoss(qnet, action_space, **kwargs).to(device)

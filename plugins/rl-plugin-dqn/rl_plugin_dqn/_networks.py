@@ -24,7 +24,7 @@ class QNetwork(nn.Module):
 
     :param obs_dim: size of a (flattened) observation.
     :param num_actions: number of discrete actions.
-    :param hidden_sizes: hidden layer widths (without an encoder).
+    :param hidden_sizes: hidden layer widths: of the MLP (of the trunk, when dueling); with an encoder, of the head on its features.
     :param activation: a name of ``rl_plugin_nets.ACTIVATIONS``.
     :param dueling: use the dueling head.
     :param encoder: a module ``[B, *obs_shape] -> [B, encoder.out_dim]`` (activated features) instead of the MLP trunk.
@@ -44,7 +44,7 @@ class QNetwork(nn.Module):
         self.num_actions = num_actions
         self.encoder = encoder
         if encoder is not None:
-            self.heads = MLP([cast(int, encoder.out_dim), 1 + num_actions if dueling else num_actions])
+            self.heads = MLP([cast(int, encoder.out_dim), *hidden_sizes, 1 + num_actions if dueling else num_actions], activation)
         elif dueling:
             self.trunk = MLP([obs_dim, *hidden_sizes], activation, activate_last=True)
             width = hidden_sizes[-1] if hidden_sizes else obs_dim

@@ -28,8 +28,9 @@ This module stays light: importing it imports neither torch nor gymnasium.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from rlcore import Range, lazy_getattr
 
@@ -55,6 +56,9 @@ class EncoderOptions:
     :param cnn_kernels: kernel size of each convolution; ``null``: the preset's.
     :param cnn_strides: stride of each convolution; ``null``: the preset's.
     :param cnn_features: width of the CNN's linear layer, the input of what follows it; ``null``: the preset's (512 or 128).
+    :param network: your own encoder, ``package.module:factory``: ``factory(observation_space, action_space)``
+        returns a ``torch.nn.Module`` mapping a batch of observations ``[B, *shape]`` to features ``[B, N]``,
+        which the algorithm's heads read (in place of ``encoder`` and ``cnn_*``).
     """
 
     encoder: EncoderKind = "auto"
@@ -62,6 +66,7 @@ class EncoderOptions:
     cnn_kernels: list[Annotated[int, Range(ge=1)]] | None = None
     cnn_strides: list[Annotated[int, Range(ge=1)]] | None = None
     cnn_features: Annotated[int, Range(ge=1)] | None = None
+    network: Callable[..., Any] | None = None
 
 
 #: the keys of :class:`EncoderOptions`: :func:`image_encoder`'s keyword arguments
@@ -71,7 +76,7 @@ if TYPE_CHECKING:
     from ._actions import ActionBounds, ActorPolicy, continuous_control
     from ._cnn import CNN, NATURE, SMALL, NatureCNN
     from ._critics import TwinQ
-    from ._encoders import ENCODERS, MLPEncoder, encoder_for, float_observations, image_encoder
+    from ._encoders import ENCODERS, MLPEncoder, UserEncoder, encoder_for, float_observations, image_encoder
     from ._mlp import ACTIVATIONS, MLP, linear_parameter
     from ._spaces import ImageLayout, image_layout, is_image_space
 
@@ -86,6 +91,7 @@ _LAZY = {
     "TwinQ": "._critics",
     "ENCODERS": "._encoders",
     "MLPEncoder": "._encoders",
+    "UserEncoder": "._encoders",
     "float_observations": "._encoders",
     "MLP": "._mlp",
     "ACTIVATIONS": "._mlp",
@@ -99,8 +105,8 @@ _LAZY = {
 
 __all__ = [
     "ACTIVATIONS", "CNN", "ENCODERS", "ENCODER_KEYS", "MLP", "NATURE", "SMALL", "ActionBounds", "Activation", "ActorPolicy", "EncoderKind", "EncoderOptions",
-    "ImageLayout", "MLPEncoder", "NatureCNN", "TwinQ", "continuous_control", "encoder_for", "float_observations", "image_encoder", "image_layout",
-    "is_image_space", "linear_parameter",
+    "ImageLayout", "MLPEncoder", "NatureCNN", "TwinQ", "UserEncoder", "continuous_control", "encoder_for", "float_observations", "image_encoder",
+    "image_layout", "is_image_space", "linear_parameter",
 ]  # fmt: skip
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 from tensordict.nn import TensorDictModuleBase
 from torch import nn
 
-from ._cnn import CNN
 from ._encoders import image_encoder
 
 
@@ -64,9 +63,9 @@ class ActorPolicy(TensorDictModuleBase):
         return obs if self.encoder is None else self.encoder(obs)
 
 
-def continuous_control(name: str, options: Any, observation_space: Any, action_space: Any) -> tuple[CNN | None, int, int]:
-    """``(cnn, obs_dim, action_dim)`` of an actor-critic over bounded continuous actions: the CNN of image observations
-    (``None`` for vectors), the size of what the networks read (its features, or an observation), an action's size.
+def continuous_control(name: str, options: Any, observation_space: Any, action_space: Any) -> tuple[nn.Module | None, int, int]:
+    """``(cnn, obs_dim, action_dim)`` of an actor-critic over bounded continuous actions: the encoder (the CNN of image
+    observations, or the user's ``network``; ``None`` for vectors), the size of what the networks read (its features, or an observation), an action's size.
 
     :param name: the algorithm's name, for the messages.
     :param options: its ``algo`` options (:class:`~rl_plugin_nets.EncoderOptions` and more).
@@ -84,10 +83,10 @@ def continuous_control(name: str, options: Any, observation_space: Any, action_s
         raise ConfigError(f"algo.name: {name} needs a one-dimensional Box action space, the env has {action_space}")
     if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
         raise ConfigError(f"algo.name: {name} squashes actions into the bounds of the action space, which must be finite: {action_space}")
-    cnn = image_encoder(observation_space, **{key: getattr(options, key) for key in ENCODER_KEYS})
+    cnn = image_encoder(observation_space, **{key: getattr(options, key) for key in ENCODER_KEYS}, action_space=action_space)
     if cnn is None and (not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1):
         raise ConfigError(f"algo.name: {name} needs a one-dimensional Box observation space or images, the env has {observation_space}")
-    obs_dim = int(cnn.out_dim if cnn is not None else observation_space.shape[0])
+    obs_dim = int(cast(int, cnn.out_dim) if cnn is not None else observation_space.shape[0])
     return cnn, obs_dim, int(action_space.shape[0])
 
 

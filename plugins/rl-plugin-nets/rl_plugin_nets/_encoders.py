@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, get_args
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -118,18 +119,27 @@ def image_encoder(
     cnn_kernels: Sequence[int] | None = None,
     cnn_strides: Sequence[int] | None = None,
     cnn_features: int | None = None,
-) -> CNN | None:
-    """The CNN an algorithm puts before its heads, from its ``algo`` keys ``encoder`` and ``cnn_*``; ``None`` where it keeps its MLPs.
+    network: Callable[..., Any] | str | None = None,
+    action_space: Any = None,
+) -> nn.Module | None:
+    """The encoder an algorithm puts before its heads, from its ``algo`` keys ``network``, ``encoder`` and ``cnn_*``;
+    ``None`` where it keeps its MLPs. It maps observations ``[..., *shape]`` to features ``[..., encoder.out_dim]``.
 
-    ``auto`` gives a CNN for image spaces (:func:`is_image_space`), ``cnn`` a CNN for any image-shaped
-    box, ``mlp`` none. The ``cnn_*`` keys are :func:`encoder_for`'s.
+    ``network`` (an import path) gives the user's own module (:class:`UserEncoder`). Otherwise ``auto`` gives a CNN
+    for image spaces (:func:`is_image_space`), ``cnn`` a CNN for any image-shaped box, ``mlp`` none. The ``cnn_*``
+    keys are :func:`encoder_for`'s.
 
     :param observation_space: the single env's observation space.
     :param encoder: ``auto``, ``mlp`` or ``cnn``.
-    :raises rlcore.ConfigError: ``algo.encoder: ...`` for an unknown kind, or when no CNN fits the space.
+    :param network: a factory, or its import path ``package.module:factory``, called as ``factory(observation_space, action_space)``.
+    :param action_space: the single env's action space, for ``network``'s factory.
+    :raises rlcore.ConfigError: ``algo.encoder: ...`` for an unknown kind, or when no CNN fits the space;
+        ``algo.network: ...`` for a factory that cannot be imported or gives no fitting module.
     """
     from rlcore import ConfigError, shown
 
+    if network is not None:
+        return UserEncoder.build(network, observation_space, action_space)
     if encoder not in ENCODERS:
         raise ConfigError(f"algo.encoder: unknown value {shown(encoder)} (valid choices: {', '.join(ENCODERS)})")
     if encoder == "mlp" or (encoder == "auto" and not is_image_space(observation_space)):
@@ -144,4 +154,58 @@ def image_encoder(
     return cnn
 
 
-__all__ = ["ENCODERS", "MLPEncoder", "encoder_for", "image_encoder"]
+class UserEncoder(nn.Module):
+    """A user's module (``algo.network``) as an encoder: observations ``[..., *shape]`` are handed to it as a batch
+    ``[B, *shape]`` (float32 for float spaces, the env's dtype otherwise), its features ``[B, out_dim]`` come back
+    with the leading dimensions restored.
+
+    :param module: the user's module.
+    :param obs_shape: one observation's shape.
+    :param out_dim: the width of its features.
+    """
+
+    def __init__(self, module: nn.Module, obs_shape: Sequence[int], out_dim: int) -> None:
+        super().__init__()
+        self.module, self.obs_shape, self.out_dim = module, tuple(obs_shape), out_dim
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        lead = obs.shape[: obs.dim() - len(self.obs_shape)]
+        if obs.is_floating_point() and obs.dtype != torch.float32:
+            obs = obs.float()
+        return self.module(obs.reshape(-1, *self.obs_shape)).reshape(*lead, self.out_dim)
+
+    @classmethod
+    def build(cls, factory: Callable[..., Any] | str, observation_space: Any, action_space: Any) -> UserEncoder:
+        """The module of ``factory`` (or of the factory at that import path), checked on a batch of two sampled observations.
+
+        :raises rlcore.ConfigError: naming ``algo.network`` when the factory cannot be imported, returns no
+            ``torch.nn.Module``, or the module does not map ``[B, *shape]`` to ``[B, features]``.
+        """
+        from rlcore import ConfigError, error_line, import_object, shown
+
+        name = factory if isinstance(factory, str) else getattr(factory, "__qualname__", repr(factory))
+        make: Callable[..., Any]
+        if not isinstance(factory, str):
+            make = factory
+        else:
+            try:
+                make = import_object(factory)
+            except (ImportError, AttributeError, ValueError) as err:
+                raise ConfigError(f"algo.network: cannot import {shown(factory)} ({error_line(err)})") from None
+        module = make(observation_space, action_space)
+        if not isinstance(module, nn.Module):
+            raise ConfigError(f"algo.network: {name}(observation_space, action_space) returned {type(module).__name__}, expected a torch.nn.Module")
+        shape = tuple(observation_space.shape)
+        sample = torch.as_tensor(np.stack([observation_space.sample() for _ in range(2)]))
+        try:
+            with torch.no_grad():
+                features = module(sample.float() if sample.is_floating_point() else sample)
+        except Exception as err:  # (whatever the user's forward raises)
+            raise ConfigError(f"algo.network: {type(module).__name__} fails on a batch of observations {(2, *shape)} ({error_line(err)})") from None
+        if not isinstance(features, torch.Tensor) or features.dim() != 2 or features.shape[0] != 2:
+            got = tuple(features.shape) if isinstance(features, torch.Tensor) else type(features).__name__
+            raise ConfigError(f"algo.network: {type(module).__name__} maps observations {(2, *shape)} to {got}, expected features (2, N)")
+        return cls(module, shape, int(features.shape[1]))
+
+
+__all__ = ["ENCODERS", "MLPEncoder", "UserEncoder", "encoder_for", "image_encoder"]

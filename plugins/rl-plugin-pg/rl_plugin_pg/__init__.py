@@ -24,6 +24,8 @@ from rlcore import Algorithm, Range, hookimpl
 
 __version__ = "0.1.0"
 
+__all__ = ["DEFAULTS", "OBJECTIVE", "OPTIONS", "PGOptions", "PPOKLOptions", "PPOOptions", "build_pg", "rl_register_algorithms"]
+
 #: algorithm name -> the loss objective it uses (see ``rl_plugin_pg._losses.OBJECTIVES``)
 OBJECTIVE = {"pg": "pg", "a2c": "pg", "spg": "surrogate", "ppo": "clip", "ppo-kl": "kl"}
 
@@ -45,7 +47,9 @@ class PGOptions(EncoderOptions):
     :param value_coef: weight of the value loss.
     :param value_clip_range: clip new values to this distance from the collected ones; ``null``: plain MSE.
     :param entropy_coef: weight of the entropy bonus.
-    :param hidden_sizes: widths of the actor's and the critic's hidden layers.
+    :param hidden_sizes: widths of the actor's and the critic's hidden layers (of the trunk, when shared).
+    :param net_arch: each head's own hidden widths, ``{pi: [..], vf: [..]}``: of the actor's and the critic's MLPs, in
+        place of ``hidden_sizes``; with a shared trunk or an encoder, the hidden layers of each head on its features.
     :param activation: the hidden layers' activation.
     :param shared_trunk: one trunk for the actor and the critic, with two linear heads.
     :param log_std_init: initial log standard deviation of Gaussian actions.
@@ -63,6 +67,7 @@ class PGOptions(EncoderOptions):
     value_clip_range: Positive | None = None
     entropy_coef: NonNegative = 0.0
     hidden_sizes: list[Annotated[int, Range(ge=1)]] = field(default_factory=lambda: [64, 64])
+    net_arch: dict[Literal["pi", "vf"], list[Annotated[int, Range(ge=1)]]] = field(default_factory=dict)
     activation: Activation = "tanh"
     shared_trunk: bool = False
     log_std_init: float = 0.0
@@ -170,11 +175,26 @@ SUMMARY = {
 }
 
 
+def build_pg(name: str, config: dict[str, Any], observation_space: Any, action_space: Any, device: Any = "cpu") -> Any:
+    """Build the loss module of algorithm ``name`` (``pg``, ``a2c``, ``spg``, ``ppo``, ``ppo-kl``) and its actor-critic
+    policy (``loss.policy``) for an env's spaces, as ``rl_plugin_dqn.build_dqn`` does for DQN.
+
+    :param name: the algorithm.
+    :param config: the ``algo`` section (without ``name``); missing keys take the algorithm's defaults.
+    :param observation_space: the single env's observation space.
+    :param action_space: the single env's action space.
+    :param device: where the modules live.
+    :raises rlcore.ConfigError: for spaces the family does not handle, or a bad encoder option.
+    :raises ValueError: for a key the algorithm does not accept.
+    """
+    from ._build import build_loss
+
+    return build_loss(name, config, observation_space, action_space, device)
+
+
 def _builder(name: str) -> Any:
     def build(config: dict[str, Any], observation_space: Any, action_space: Any, device: Any = "cpu") -> Any:
-        from ._build import build_loss
-
-        return build_loss(name, config, observation_space, action_space, device)
+        return build_pg(name, config, observation_space, action_space, device)
 
     build.__name__ = build.__qualname__ = f"build_{name.replace('-', '_')}"
     build.__doc__ = f"Build the {SUMMARY[name]} loss module and its actor-critic policy."

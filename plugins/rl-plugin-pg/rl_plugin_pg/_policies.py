@@ -29,7 +29,7 @@ frames stay ``uint8`` until they are on the policy's device.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -63,6 +63,8 @@ class ActorCritic(TensorDictModuleBase):
     :param kind: the action distribution, one of :data:`KINDS`.
     :param nvec: the number of choices of each entry of ``multi_categorical`` actions.
     :param hidden_sizes: hidden layer widths of each MLP (of the trunk, when shared).
+    :param net_arch: ``{"pi": [..], "vf": [..]}``: the actor's and the critic's own hidden widths, in place of
+        ``hidden_sizes``; with a trunk or an encoder, the hidden layers of each head on its features (none by default).
     :param activation: a name of ``rl_plugin_nets.ACTIVATIONS``.
     :param shared_trunk: one trunk feeds both heads, instead of one MLP each.
     :param log_std_init: initial log standard deviation of a Gaussian policy.
@@ -85,6 +87,7 @@ class ActorCritic(TensorDictModuleBase):
         kind: str,
         nvec: Sequence[int] = (),
         hidden_sizes: Sequence[int] = (64, 64),
+        net_arch: Mapping[str, Sequence[int]] | None = None,
         activation: str = "tanh",
         shared_trunk: bool = False,
         log_std_init: float = 0.0,
@@ -112,13 +115,15 @@ class ActorCritic(TensorDictModuleBase):
         # with a shared trunk (or an encoder), the actor and the critic are one-layer heads on its features
         self.encoder = encoder
         self.trunk = MLP([obs_dim, *hidden_sizes], activation, init="orthogonal", activate_last=True) if shared_trunk and encoder is None else None
-        if encoder is not None:
-            body = [cast(int, encoder.out_dim)]
+        arch = dict(net_arch or {})
+        if encoder is not None or self.trunk is not None:
+            features = cast(int, encoder.out_dim) if encoder is not None else self.trunk.out_dim  # type: ignore[union-attr]
+            pi, vf = [features, *arch.get("pi", [])], [features, *arch.get("vf", [])]
         else:
-            body = [obs_dim, *hidden_sizes] if self.trunk is None else [self.trunk.out_dim]
+            pi, vf = [obs_dim, *arch.get("pi", hidden_sizes)], [obs_dim, *arch.get("vf", hidden_sizes)]
         logits = sum(self.nvec) if kind == "multi_categorical" else action_dim
-        self.actor_net = MLP([*body, logits], activation, init="orthogonal", out_gain=0.01)  # near-uniform initial policy
-        self.critic_net = MLP([*body, 1], activation, init="orthogonal", out_gain=1.0)
+        self.actor_net = MLP([*pi, logits], activation, init="orthogonal", out_gain=0.01)  # near-uniform initial policy
+        self.critic_net = MLP([*vf, 1], activation, init="orthogonal", out_gain=1.0)
         if not discrete:
             self.log_std = nn.Parameter(torch.full((action_dim,), float(log_std_init)))
             low_t = torch.as_tensor(np.asarray(low, dtype=np.float32)).reshape(action_dim)
@@ -243,17 +248,19 @@ def make_actor_critic(
     cnn_kernels: Sequence[int] | None = None,
     cnn_strides: Sequence[int] | None = None,
     cnn_features: int | None = None,
+    network: Any = None,
     **options: Any,
 ) -> ActorCritic:
     """Build an :class:`ActorCritic` for Gymnasium spaces.
 
     :param observation_space: a ``Box`` observation space (flattened for the MLPs).
-    :param action_space: a ``Discrete`` or a one-dimensional ``Box`` action space.
+    :param action_space: a ``Discrete``, ``MultiDiscrete``, ``MultiBinary`` or one-dimensional ``Box`` action space.
     :param encoder: ``auto`` (a CNN for image spaces, see ``rl_plugin_nets.encoder_for``), ``mlp`` or ``cnn``.
     :param cnn_channels: output channels of each convolution (default: Nature's, or MinAtar's for small images).
     :param cnn_kernels: kernel size of each convolution.
     :param cnn_strides: stride of each convolution.
     :param cnn_features: width of the CNN's last layer.
+    :param network: a user's encoder factory, or its import path ``package.module:factory`` (see ``rl_plugin_nets.image_encoder``).
     :param options: the remaining :class:`ActorCritic` parameters.
     :raises rlcore.ConfigError: for spaces this policy does not handle.
     """
@@ -263,7 +270,16 @@ def make_actor_critic(
         raise ConfigError(f"algo.name: the pg algorithms need a Box observation space, the env has {type(observation_space).__name__}")
     from rl_plugin_nets import image_encoder
 
-    cnn = image_encoder(observation_space, encoder, cnn_channels=cnn_channels, cnn_kernels=cnn_kernels, cnn_strides=cnn_strides, cnn_features=cnn_features)
+    cnn = image_encoder(
+        observation_space,
+        encoder,
+        cnn_channels=cnn_channels,
+        cnn_kernels=cnn_kernels,
+        cnn_strides=cnn_strides,
+        cnn_features=cnn_features,
+        network=network,
+        action_space=action_space,
+    )
     if cnn is not None:
         options["encoder"] = cnn
     obs_shape = observation_space.shape

@@ -223,3 +223,14 @@ def test_ppo_learns_with_multi_discrete_and_multi_binary_actions(tmp_path, binar
     returns = rlcore.evaluate(trainer.loss_module.policy, env, episodes=5, seed=100)["returns"]
     env.close()
     assert sum(returns) / 5 >= 300, returns
+
+
+def test_build_pg_is_the_familys_public_builder():
+    from rl_plugin_pg import build_pg
+
+    loss = build_pg("a2c", {"net_arch": {"pi": [8], "vf": [4, 4]}}, spaces.Box(-1, 1, (3,)), spaces.MultiBinary(2))
+    assert [layer.shape[-1] for name, layer in loss.policy.actor_net.named_parameters() if name.startswith("bias")] == [8, 2]
+    assert [layer.shape[-1] for name, layer in loss.policy.critic_net.named_parameters() if name.startswith("bias")] == [4, 4, 1]
+    assert _act(loss.policy, torch.zeros(5, 3), InteractionType.RANDOM)["action"].shape == (5, 2)
+    with pytest.raises(ValueError, match="unknown key"):
+        build_pg("ppo", {"clip_rang": 0.1}, spaces.Box(-1, 1, (3,)), spaces.Discrete(2))

@@ -14,7 +14,7 @@ tensordict; the builder imports them when a run builds its loss.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from rl_plugin_nets import Activation, EncoderOptions
 from rlcore import Algorithm, Range, hookimpl
@@ -30,6 +30,7 @@ class SACOptions(EncoderOptions):
 
     :param gamma: the discount.
     :param hidden_sizes: hidden layer widths of the actor and of each critic.
+    :param net_arch: ``{pi: [..], qf: [..]}``: the actor's and the critics' own hidden widths, in place of ``hidden_sizes``.
     :param activation: the activation after each hidden layer.
     :param init_alpha: the entropy temperature at the start.
     :param learn_alpha: learn the temperature so that the policy's entropy tracks ``target_entropy``; else keep ``init_alpha``.
@@ -45,6 +46,7 @@ class SACOptions(EncoderOptions):
 
     gamma: Annotated[float, Range(gt=0, le=1)] = 0.99
     hidden_sizes: list[Annotated[int, Range(ge=1)]] = field(default_factory=lambda: [256, 256])
+    net_arch: dict[Literal["pi", "qf"], list[Annotated[int, Range(ge=1)]]] = field(default_factory=dict)
     activation: Activation = "relu"
     init_alpha: Annotated[float, Range(gt=0)] = 1.0
     learn_alpha: bool = True

@@ -30,8 +30,9 @@ def build_loss(config: Mapping[str, Any], observation_space: Any, action_space: 
     """The SAC loss module for an env's spaces (see :func:`rl_plugin_sac.build_sac`)."""
     opts = parse_options(config)
     cnn, obs_dim, action_dim = continuous_control("sac", opts, observation_space, action_space)
-    actor = Actor(obs_dim, action_dim, opts.hidden_sizes, opts.activation, opts.log_std_min, opts.log_std_max)
-    critic = TwinQ(obs_dim, action_dim, opts.hidden_sizes, opts.activation, encoder=cnn)
+    pi, qf = opts.net_arch.get("pi", opts.hidden_sizes), opts.net_arch.get("qf", opts.hidden_sizes)
+    actor = Actor(obs_dim, action_dim, pi, opts.activation, opts.log_std_min, opts.log_std_max)
+    critic = TwinQ(obs_dim, action_dim, qf, opts.activation, encoder=cnn)
     loss = SACLoss(
         actor,
         critic,

@@ -39,6 +39,7 @@ class TD3Options(EncoderOptions):
 
     :param gamma: the discount.
     :param hidden_sizes: hidden layer widths of the actor and of each critic.
+    :param net_arch: ``{pi: [..], qf: [..]}``: the actor's and the critics' own hidden widths, in place of ``hidden_sizes``.
     :param activation: the activation after each hidden layer.
     :param twin: two critics and the clipped double-Q target ``min(Q'_1, Q'_2)`` (TD3); ``false``: one critic (DDPG).
     :param policy_delay: update the actor once every this many critic updates (TD3: 2; DDPG: 1); set
@@ -60,6 +61,7 @@ class TD3Options(EncoderOptions):
 
     gamma: Annotated[float, Range(gt=0, le=1)] = 0.98
     hidden_sizes: list[Annotated[int, Range(ge=1)]] = field(default_factory=lambda: [256, 256])
+    net_arch: dict[Literal["pi", "qf"], list[Annotated[int, Range(ge=1)]]] = field(default_factory=dict)
     activation: Activation = "relu"
     twin: bool = True
     policy_delay: Annotated[int, Range(ge=1)] = 2

@@ -61,8 +61,9 @@ def build_loss(
     """The TD3 loss module for an env's spaces (see :func:`rl_plugin_td3.build_td3`); ``algorithm`` names it in errors."""
     opts = parse_options(config)
     cnn, obs_dim, action_dim = continuous_control(algorithm, opts, observation_space, action_space)
-    actor = Actor(obs_dim, action_dim, opts.hidden_sizes, opts.activation)
-    critic = TwinQ(obs_dim, action_dim, opts.hidden_sizes, opts.activation, encoder=cnn, critics=2 if opts.twin else 1)
+    pi, qf = opts.net_arch.get("pi", opts.hidden_sizes), opts.net_arch.get("qf", opts.hidden_sizes)
+    actor = Actor(obs_dim, action_dim, pi, opts.activation)
+    critic = TwinQ(obs_dim, action_dim, qf, opts.activation, encoder=cnn, critics=2 if opts.twin else 1)
     policy = exploration(opts, DeterministicPolicy(actor, ActionBounds(action_space), critic.encoder), action_space)
     return TD3Loss(
         actor,
