@@ -52,6 +52,7 @@ class PGOptions(EncoderOptions):
         place of ``hidden_sizes``; with a shared trunk or an encoder, the hidden layers of each head on its features.
     :param activation: the hidden layers' activation.
     :param shared_trunk: one trunk for the actor and the critic, with two linear heads.
+    :param share_encoder: the actor and the critic read one encoder (the CNN of images, ``network``); ``false``: each its own.
     :param log_std_init: initial log standard deviation of Gaussian actions.
     :param action_bounds: ``clip`` Gaussian samples to a ``Box``'s bounds, or squash them with ``tanh``.
     :param schedule: ``{coefficient: final value}``, annealed linearly over ``trainer.total_frames``;
@@ -70,6 +71,7 @@ class PGOptions(EncoderOptions):
     net_arch: dict[Literal["pi", "vf"], list[Annotated[int, Range(ge=1)]]] = field(default_factory=dict)
     activation: Activation = "tanh"
     shared_trunk: bool = False
+    share_encoder: bool = True
     log_std_init: float = 0.0
     action_bounds: Literal["clip", "tanh"] = "clip"
     schedule: dict[Literal["entropy_coef", "value_coef", "clip_range", "value_clip_range", "kl_target"], NonNegative | None] = field(default_factory=dict)

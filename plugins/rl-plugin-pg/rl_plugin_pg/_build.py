@@ -15,7 +15,7 @@ from ._losses import PolicyGradientLoss
 from ._policies import make_actor_critic
 
 #: ``algo`` keys that configure the actor-critic rather than the loss
-POLICY_KEYS = ("hidden_sizes", "net_arch", "activation", "shared_trunk", "log_std_init", "action_bounds", *ENCODER_KEYS)
+POLICY_KEYS = ("hidden_sizes", "net_arch", "activation", "shared_trunk", "share_encoder", "log_std_init", "action_bounds", *ENCODER_KEYS)
 
 
 def build_loss(

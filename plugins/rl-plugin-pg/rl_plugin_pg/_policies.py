@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, cast
 
 import numpy as np
@@ -73,6 +74,7 @@ class ActorCritic(TensorDictModuleBase):
     :param action_bounds: ``"clip"`` or ``"tanh"``: how Gaussian samples are brought into the bounds.
     :param encoder: a module ``[..., *obs_shape] -> [..., encoder.out_dim]`` shared by both heads (an
         ``rl_plugin_nets.CNN``); ``hidden_sizes``, ``activation`` and ``shared_trunk`` then do not apply.
+    :param critic_encoder: the critic's own encoder, of the same width, when the heads do not share ``encoder``.
     """
 
     in_keys = ["observation"]
@@ -95,6 +97,7 @@ class ActorCritic(TensorDictModuleBase):
         high: Any = None,
         action_bounds: str = "clip",
         encoder: nn.Module | None = None,
+        critic_encoder: nn.Module | None = None,
     ) -> None:
         super().__init__()
         if action_bounds not in ACTION_BOUNDS:
@@ -113,7 +116,7 @@ class ActorCritic(TensorDictModuleBase):
         self.out_keys = out_keys
         self.action_key = "action" if discrete else "raw_action"
         # with a shared trunk (or an encoder), the actor and the critic are one-layer heads on its features
-        self.encoder = encoder
+        self.encoder, self.critic_encoder = encoder, critic_encoder
         self.trunk = MLP([obs_dim, *hidden_sizes], activation, init="orthogonal", activate_last=True) if shared_trunk and encoder is None else None
         arch = dict(net_arch or {})
         if encoder is not None or self.trunk is not None:
@@ -137,7 +140,8 @@ class ActorCritic(TensorDictModuleBase):
     def heads(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Actor output (logits or Gaussian mean) and state value ``[..., 1]`` of observations ``[..., *obs_shape]``."""
         features = self._features(obs)
-        return self.actor_net.forward(features), self.critic_net.forward(features)
+        critic_features = features if self.critic_encoder is None else self.critic_encoder.forward(obs)
+        return self.actor_net.forward(features), self.critic_net.forward(critic_features)
 
     def actor(self, obs: torch.Tensor) -> torch.Tensor:
         """Actor output (logits or Gaussian mean) of observations ``[..., *obs_shape]``."""
@@ -145,7 +149,7 @@ class ActorCritic(TensorDictModuleBase):
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """State values ``[..., 1]`` of observations ``[..., *obs_shape]``."""
-        return self.critic_net.forward(self._features(obs))
+        return self.critic_net.forward(self._features(obs) if self.critic_encoder is None else self.critic_encoder.forward(obs))
 
     def _features(self, obs: torch.Tensor) -> torch.Tensor:
         """Flat float observations, through the shared trunk if there is one; or the encoder's features."""
@@ -249,6 +253,7 @@ def make_actor_critic(
     cnn_strides: Sequence[int] | None = None,
     cnn_features: int | None = None,
     network: Any = None,
+    share_encoder: bool = True,
     **options: Any,
 ) -> ActorCritic:
     """Build an :class:`ActorCritic` for Gymnasium spaces.
@@ -261,6 +266,7 @@ def make_actor_critic(
     :param cnn_strides: stride of each convolution.
     :param cnn_features: width of the CNN's last layer.
     :param network: a user's encoder factory, or its import path ``package.module:factory`` (see ``rl_plugin_nets.image_encoder``).
+    :param share_encoder: one encoder (the CNN, ``network``) for the actor and the critic, or one each.
     :param options: the remaining :class:`ActorCritic` parameters.
     :raises rlcore.ConfigError: for spaces this policy does not handle.
     """
@@ -270,7 +276,8 @@ def make_actor_critic(
         raise ConfigError(f"algo.name: the pg algorithms need a Box observation space, the env has {type(observation_space).__name__}")
     from rl_plugin_nets import image_encoder
 
-    cnn = image_encoder(
+    make_encoder = partial(
+        image_encoder,
         observation_space,
         encoder,
         cnn_channels=cnn_channels,
@@ -280,8 +287,11 @@ def make_actor_critic(
         network=network,
         action_space=action_space,
     )
+    cnn = make_encoder()
     if cnn is not None:
         options["encoder"] = cnn
+        if not share_encoder:
+            options["critic_encoder"] = make_encoder()  # (a second one, initialised apart)
     obs_shape = observation_space.shape
     if isinstance(action_space, spaces.Discrete):
         return ActorCritic(obs_shape, int(action_space.n), kind="categorical", **options)

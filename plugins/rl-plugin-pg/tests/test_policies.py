@@ -234,3 +234,24 @@ def test_build_pg_is_the_familys_public_builder():
     assert _act(loss.policy, torch.zeros(5, 3), InteractionType.RANDOM)["action"].shape == (5, 2)
     with pytest.raises(ValueError, match="unknown key"):
         build_pg("ppo", {"clip_rang": 0.1}, spaces.Box(-1, 1, (3,)), spaces.Discrete(2))
+
+
+@pytest.mark.parametrize("share", [True, False])
+def test_the_heads_share_the_cnn_or_each_has_its_own(share):
+    images = spaces.Box(0, 255, (10, 10, 4), np.uint8)
+    torch.manual_seed(0)
+    policy = make_actor_critic(images, spaces.Discrete(3), share_encoder=share)
+    assert (policy.critic_encoder is None) == share
+    obs = torch.randint(0, 256, (5, 10, 10, 4), dtype=torch.uint8)
+    actor, value = policy.heads(obs)
+    torch.testing.assert_close(policy.actor(obs), actor)
+    torch.testing.assert_close(policy.value(obs), value)
+    log_prob, _, _ = policy.evaluate(obs, torch.zeros(5, dtype=torch.long))
+    (log_prob.sum() + value.sum()).backward()
+    actor_grads = [p.grad for p in policy.encoder.parameters()]
+    assert all(g is not None and g.abs().sum() > 0 for g in actor_grads)
+    if not share:  # the critic's loss reaches its own encoder only
+        assert all(g is not None and g.abs().sum() > 0 for g in (p.grad for p in policy.critic_encoder.parameters()))
+        policy.zero_grad()
+        policy.value(obs).sum().backward()
+        assert all(p.grad is None or not p.grad.any() for p in policy.encoder.parameters())
