@@ -17,7 +17,7 @@ import yaml
 
 from .._kernel.errors import ConfigError, first_line, shown, valid_choices
 from .._kernel.manager import PluginManager, get_plugin_manager
-from .._kernel.options import REQUIRED, ImportPath, Range, options_of, validate_options
+from .._kernel.options import REQUIRED, ImportPath, Range, import_object, options_of, validate_options
 from ..hookspecs import LIFECYCLE_HOOKS, LOOP_HOOKS, REGISTRIES
 from .devices import auto_device, check_device
 from .envs import check_env, checked_wrappers
@@ -68,6 +68,10 @@ class CollectorSection:
 
 #: The arguments the kernel gives a collector factory itself (not options of the ``collector`` section).
 COLLECTOR_ARGUMENTS = ("env", "policy", "frames_per_batch", "device", "make_env")
+
+
+#: the optimizers ``optim.name`` names without an import path, and their classes' paths
+OPTIMIZERS = {"adam": "torch.optim.Adam", "adamw": "torch.optim.AdamW", "sgd": "torch.optim.SGD", "rmsprop": "torch.optim.RMSprop"}
 
 
 @dataclass
@@ -389,12 +393,48 @@ def _optim_section(values: Mapping[str, Any]) -> dict[str, Any]:
     kernel_keys = [f.name for f in dataclasses.fields(OptimSection)]
     kernel = validate_options("optim", OptimSection, {k: v for k, v in values.items() if k in kernel_keys})
     own = {k: v for k, v in values.items() if k not in kernel_keys}
-    if kernel["name"] in ("adam", "adamw", "sgd", "rmsprop") and not own:
+    if kernel["name"] in OPTIMIZERS and not own:
         return kernel
-    from .optim import optimizer_options  # (lazy: torch.optim; a config of a named optimizer is checked without torch)
-
-    checked = optimizer_options(kernel["name"], {**kernel, **own})
+    checked = optimizer_options(optimizer_class(kernel["name"]), {**kernel, **own})
     return {**kernel, **{k: checked[k] for k in own}}
+
+
+#: the ``optim`` section's keys that are rl-core's, not the optimizer's
+SCHEDULE_KEYS = ("name", "lr_schedule", "lr_end")
+
+
+def optimizer_class(name: str) -> type[Any]:
+    """The optimizer class ``optim.name`` names: ``adam``, ``adamw``, ``sgd``, ``rmsprop``, or an import path
+    (``torch.optim.NAdam``, ``mypackage.optim:Lion``) of a ``torch.optim.Optimizer``.
+
+    :raises ConfigError: for an unknown name or a path that does not import an optimizer class.
+    """
+    import torch  # (lazy: a config of a named optimizer is checked without torch)
+
+    path = OPTIMIZERS.get(name, name)
+    choices = f"valid choices: {', '.join(OPTIMIZERS)}, or an optimizer's import path such as torch.optim.NAdam"
+    if path == name and "." not in name and ":" not in name:
+        raise ConfigError(f"optim.name: unknown optimizer {shown(name)} ({choices})")
+    try:
+        cls = import_object(path)
+    except (ImportError, AttributeError, ValueError) as err:
+        raise ConfigError(f"optim.name: cannot import {shown(name)} ({first_line(err)}; {choices})") from None
+    if not (isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer)):
+        raise ConfigError(f"optim.name: {shown(name)} is not a torch.optim.Optimizer class ({choices})")
+    return cls
+
+
+def optimizer_options(cls: type[Any], options: Mapping[str, Any]) -> dict[str, Any]:
+    """The optimizer's own keyword arguments among ``options`` (the ``optim`` section without rl-core's keys), checked
+    against the optimizer's signature: ``lr``, ``eps`` and ``weight_decay`` where it takes them, and any other it takes
+    (``betas``, ``momentum``, ``amsgrad``, ``nesterov``, ...).
+
+    :raises ConfigError: naming a key the optimizer does not take (with those it does), or a bad value.
+    """
+    declared, _ = options_of(cls)
+    given = {k: v for k, v in options.items() if k not in SCHEDULE_KEYS}
+    taken = {k: v for k, v in given.items() if k in declared or k not in ("eps", "weight_decay")}  # (SGD has no eps: the section's default is left out)
+    return validate_options("optim", cls, taken, ("params",))
 
 
 def check_config(config: Mapping[str, Any], plugin_manager: PluginManager) -> None:

@@ -17,50 +17,10 @@ from typing import Any
 import torch
 from torch.optim.adam import adam
 
-from .._kernel.errors import ConfigError, first_line, shown
-from .._kernel.options import import_object, options_of, validate_options
+from .config import optimizer_class, optimizer_options
 
 #: Adam's options under which the functional call is torch's own step (any other value: torch's step)
 PLAIN = {"amsgrad": False, "maximize": False, "capturable": False, "differentiable": False, "fused": True}
-
-
-#: the optimizers ``optim.name`` names without an import path
-BUILTIN = {"adam": "torch.optim.Adam", "adamw": "torch.optim.AdamW", "sgd": "torch.optim.SGD", "rmsprop": "torch.optim.RMSprop"}
-#: the ``optim`` section's keys that are rl-core's, not the optimizer's
-SCHEDULE_KEYS = ("name", "lr_schedule", "lr_end")
-
-
-def optimizer_class(name: str) -> type[torch.optim.Optimizer]:
-    """The optimizer class ``optim.name`` names: ``adam``, ``adamw``, ``sgd``, ``rmsprop``, or an import path
-    (``torch.optim.NAdam``, ``mypackage.optim:Lion``) of a ``torch.optim.Optimizer``.
-
-    :raises ConfigError: for an unknown name or a path that does not import an optimizer class.
-    """
-    path = BUILTIN.get(name, name)
-    choices = f"valid choices: {', '.join(BUILTIN)}, or an optimizer's import path such as torch.optim.NAdam"
-    if path == name and "." not in name and ":" not in name:
-        raise ConfigError(f"optim.name: unknown optimizer {shown(name)} ({choices})")
-    try:
-        cls = import_object(path)
-    except (ImportError, AttributeError, ValueError) as err:
-        raise ConfigError(f"optim.name: cannot import {shown(name)} ({first_line(err)}; {choices})") from None
-    if not (isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer)):
-        raise ConfigError(f"optim.name: {shown(name)} is not a torch.optim.Optimizer class ({choices})")
-    return cls
-
-
-def optimizer_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The optimizer's own keyword arguments among ``options`` (the ``optim`` section without rl-core's keys), checked
-    against the optimizer's signature: ``lr``, ``eps`` and ``weight_decay`` where it takes them, and any other it takes
-    (``betas``, ``momentum``, ``amsgrad``, ``nesterov``, ...).
-
-    :raises ConfigError: naming a key the optimizer does not take (with those it does), or a bad value.
-    """
-    cls = optimizer_class(name)
-    declared, _ = options_of(cls)
-    given = {k: v for k, v in options.items() if k not in SCHEDULE_KEYS}
-    taken = {k: v for k, v in given.items() if k in declared or k not in ("eps", "weight_decay")}  # (SGD has no eps: the section's default is left out)
-    return validate_options("optim", cls, taken, ("params",))
 
 
 def make_optimizer(options: Mapping[str, Any], params: Any) -> torch.optim.Optimizer:
@@ -70,7 +30,7 @@ def make_optimizer(options: Mapping[str, Any], params: Any) -> torch.optim.Optim
     :param params: the parameters (or parameter groups) to optimise.
     """
     cls = optimizer_class(options["name"])
-    kwargs = optimizer_options(options["name"], options)
+    kwargs = optimizer_options(cls, options)
     if cls in (torch.optim.Adam, torch.optim.AdamW):
         kwargs.setdefault("fused", True)  # one kernel for all parameters: ~4x faster steps for small networks
     optimizer = cls(params, **kwargs)
