@@ -54,21 +54,31 @@ class _Feed(gymnasium.Env[Any, Any]):
         return None
 
 
+def raw_spaces(config: Mapping[str, Any], pm: PluginManager) -> tuple[Any, Any, str | None]:
+    """One observation's and one action's space of the run's env before its wrappers (its vectorization's), and its render mode."""
+    env_cfg = config["env"]
+    raw = make_vector_env(env_cfg["id"], 1, vectorization=env_cfg["vectorization"], kwargs=env_cfg["kwargs"], plugin_manager=pm)
+    try:
+        return raw.single_observation_space, raw.single_action_space, getattr(raw, "render_mode", None)
+    finally:
+        raw.close()
+
+
 class Preprocessor:
     """The run's wrapper pipeline over ``num_envs`` feed envs, frozen with the checkpoint's statistics: raw observations
     in, the policy's observations out; the policy's actions in, raw actions out.
 
+    :param raw: :func:`raw_spaces`' spaces and render mode, which the feed envs take.
     :raises ConfigError: for a wrapper that cannot take given observations (one that reads an emulator's screen).
     """
 
-    def __init__(self, config: Mapping[str, Any], pm: PluginManager, env_states: Mapping[str, Any], num_envs: int = 1) -> None:
+    def __init__(
+        self, config: Mapping[str, Any], pm: PluginManager, env_states: Mapping[str, Any], raw: tuple[Any, Any, str | None], num_envs: int = 1
+    ) -> None:
         env_cfg = config["env"]
-        raw = make_vector_env(env_cfg["id"], 1, vectorization=env_cfg["vectorization"], kwargs=env_cfg["kwargs"], plugin_manager=pm)
-        try:
-            self.raw_observation_space, self.raw_action_space = raw.single_observation_space, raw.single_action_space
-            feed = partial(_Feed, raw.single_observation_space, raw.single_action_space, getattr(raw, "render_mode", None))
-        finally:
-            raw.close()
+        self.raw = raw
+        self.raw_observation_space, self.raw_action_space, _ = raw
+        feed = partial(_Feed, *raw)
         base = pm.factory("vectorizations", "sync")(feed, num_envs, env_id=env_cfg["id"], kwargs={})  # (SAME_STEP autoreset, as the run's)
         try:
             self.env = wrap_vector_env(base, env_cfg["wrappers"], pm)
@@ -82,6 +92,10 @@ class Preprocessor:
         self.num_envs = num_envs
         self._base = base_env(self.env)
         self._feeds: list[_Feed] = [env.unwrapped for env in self._base.envs]
+        self._fresh = True
+
+    def restart(self) -> None:
+        """Start every row's episode afresh at the next :meth:`observe` (the wrappers reset, their statistics kept)."""
         self._fresh = True
 
     def observe(self, batch: np.ndarray, starts: np.ndarray) -> Any:
@@ -183,8 +197,7 @@ class Policy:
     def reset(self) -> None:
         """Start every row afresh at the next call, as at the first."""
         if self._preprocessor is not None:
-            self._preprocessor.close()
-            self._preprocessor = Preprocessor(self.config, self._pm, self._env_states, self._preprocessor.num_envs)
+            self._preprocessor.restart()
 
     def close(self) -> None:
         """Close the wrapper pipeline (its envs)."""
@@ -213,7 +226,7 @@ class Policy:
         assert self._preprocessor is not None
         if self._preprocessor.num_envs != len(batch):
             self._preprocessor.close()
-            self._preprocessor = Preprocessor(self.config, self._pm, self._env_states, len(batch))
+            self._preprocessor = Preprocessor(self.config, self._pm, self._env_states, self._preprocessor.raw, len(batch))
         starts = np.zeros(len(batch), dtype=bool)
         if episode_start is not None:
             starts = np.broadcast_to(np.asarray(episode_start, dtype=bool).reshape(-1), (len(batch),))
@@ -282,7 +295,7 @@ def load_policy(
     config = resolve_config({k: v for k, v in run_config.items() if k not in ("loggers", "hooks")}, pm)
     found, state = load_checkpoint(run_dir, checkpoint or named, pm)
     env_states = state.get("modules", {}).get("env", {})
-    preprocessor = Preprocessor(config, pm, env_states) if preprocess else None
+    preprocessor = Preprocessor(config, pm, env_states, raw_spaces(config, pm)) if preprocess else None
     env = preprocessor.env if preprocessor is not None else run_env(config, pm, env_states)
     wrapped = env.single_observation_space, env.single_action_space
     if preprocessor is None:
