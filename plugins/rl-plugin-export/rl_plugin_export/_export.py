@@ -25,7 +25,7 @@ from tensordict import TensorDict
 from tensordict.nn import InteractionType, set_interaction_type
 from torch import nn
 
-from rlcore import ConfigError, Policy, base_env, env_layers, first_line, load_policy
+from rlcore import ConfigError, base_env, env_layers, first_line, load_policy
 
 #: the file formats, with their default file names
 FORMATS = {"torchscript": "policy.pt", "onnx": "policy.onnx"}
@@ -86,8 +86,12 @@ def export_policy(
     if state:
         raise ConfigError(f"rlctl export: the policy ({name}) reads {', '.join(state)} besides the observation (a recurrent state), which the file cannot hold")
     path = Path(output) if output is not None else policy.run_dir / FORMATS[format]
-    exported = ExportedPolicy(policy.module, transforms(policy)).eval()
-    observations, actions = record(policy, check, seed)
+    env = policy.make_env(1)
+    try:
+        exported = ExportedPolicy(policy.module, transforms(env)).eval()
+        observations, actions = record(policy.module, env, check, seed)
+    finally:
+        env.close()
     example = torch.as_tensor(observations[:2])  # (not one: torch.export takes a size of 1 for a constant)
     try:
         run_file = (write_torchscript if format == "torchscript" else write_onnx)(exported, example, path)
@@ -111,26 +115,22 @@ def export_policy(
     }
 
 
-def transforms(policy: Policy) -> list[nn.Module]:
-    """The ``observation_module()`` of each vector-env wrapper of the run's env, innermost first.
+def transforms(env: Any) -> list[nn.Module]:
+    """The ``observation_module()`` of each vector-env wrapper of the run's env ``env`` (:meth:`rlcore.Policy.make_env`'s), innermost first.
 
     :raises ConfigError: naming a wrapper that changes observations and offers no module.
     """
-    env = policy.make_env(1)
-    try:
-        modules = []
-        for layer in reversed(list(_vector_wrappers(env))):
-            module = getattr(layer, "observation_module", None)
-            if module is not None:
-                modules.append(module())
-            elif isinstance(layer, VectorObservationWrapper) or layer.single_observation_space != layer.env.single_observation_space:
-                raise ConfigError(
-                    f"rlctl export: the wrapper {type(layer).__name__} changes observations and offers no observation_module() "
-                    "to bake into the file (valid: rl-plugin-envs' normalize_observation, fixed_normalize_observation)"
-                )
-        return modules
-    finally:
-        env.close()
+    modules = []
+    for layer in reversed(_vector_wrappers(env)):
+        module = getattr(layer, "observation_module", None)
+        if module is not None:
+            modules.append(module())
+        elif isinstance(layer, VectorObservationWrapper) or layer.single_observation_space != layer.env.single_observation_space:
+            raise ConfigError(
+                f"rlctl export: the wrapper {type(layer).__name__} changes observations and offers no observation_module() "
+                "to bake into the file (valid: rl-plugin-envs' normalize_observation, fixed_normalize_observation)"
+            )
+    return modules
 
 
 def _vector_wrappers(env: Any) -> list[Any]:
@@ -163,29 +163,26 @@ class _Recorder(VectorWrapper):
 
 
 @torch.no_grad()
-def record(policy: Policy, steps: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """``steps`` observations of the run's env under its vector-env wrappers (one env, seeded), and the original
-    policy's deterministic actions on the wrapped ones: the run's env stepped by the run's policy, as an evaluation is."""
-    env = policy.make_env(1)
-    try:
-        wrappers = _vector_wrappers(env)
-        recorder = _Recorder(base_env(env))
-        if wrappers:
-            wrappers[-1].env = recorder
-        else:
-            env = recorder
-        obs, _ = env.reset(seed=seed)
-        observations, actions = [], []
-        for _ in range(steps):
-            observations.append(recorder.last)
-            tensor = torch.as_tensor(obs)
-            inputs = TensorDict({"observation": tensor.float() if tensor.is_floating_point() else tensor}, batch_size=[1])
-            with set_interaction_type(InteractionType.DETERMINISTIC):
-                action = policy.module(inputs)["action"].numpy()
-            actions.append(action)
-            obs = env.step(action)[0]
-    finally:
-        env.close()
+def record(module: nn.Module, env: Any, steps: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``steps`` observations of the run's one-env ``env`` (seeded) under its vector-env wrappers, and the policy
+    ``module``'s deterministic actions on the wrapped ones: the run's env stepped by the run's policy, as an evaluation is.
+    A recorder goes in under the wrappers of ``env``."""
+    wrappers = _vector_wrappers(env)
+    recorder = _Recorder(base_env(env))
+    if wrappers:
+        wrappers[-1].env = recorder
+    else:
+        env = recorder
+    obs, _ = env.reset(seed=seed)
+    observations, actions = [], []
+    for _ in range(steps):
+        observations.append(recorder.last)
+        tensor = torch.as_tensor(obs)
+        inputs = TensorDict({"observation": tensor.float() if tensor.is_floating_point() else tensor}, batch_size=[1])
+        with set_interaction_type(InteractionType.DETERMINISTIC):
+            action = module(inputs)["action"].numpy()
+        actions.append(action)
+        obs = env.step(action)[0]
     observations_array = np.concatenate(observations)
     if np.issubdtype(observations_array.dtype, np.floating):
         observations_array = observations_array.astype(np.float32)
