@@ -11,6 +11,8 @@ from typing import Any
 
 import pluggy
 
+from .manager import PluginManager
+
 #: ``(where, what)``: a plugin and a hook (``("replay", "rl_batch_process")``), or ``("rl-core", part)`` for the loop's own parts
 Row = tuple[str, str]
 
@@ -53,9 +55,10 @@ class Profiler:
         finally:
             self._pop(entry)
 
-    def watch(self, pm: pluggy.PluginManager) -> Callable[[], None]:
+    def watch(self, pm: PluginManager) -> Callable[[], None]:
         """Time every implementation of every hook ``pm`` calls from now on, in a row per plugin (an op's, given to
-        ``register_op``, in the row of what registered it: its ``op_of``) and hook.
+        ``register_op``, in the row of what registered it: its ``op_of``) and hook; the calls themselves, rl-core's
+        calling styles included (``around_call`` of its manager), are the row ``hook calls``.
 
         :param pm: the plugin manager.
         :return: the function that stops it.
@@ -80,7 +83,15 @@ class Profiler:
                 sys.setprofile(self._outer_profile)
             self._pop(self._stack[-1])
 
-        return pm.add_hookcall_monitoring(before, after)
+        undo = pm.add_hookcall_monitoring(before, after)
+        around = pm.around_call
+        pm.around_call = lambda: self.timed("hook calls")  # (rl-core's calling styles: their dispatch, before pluggy's)
+
+        def unwatch() -> None:
+            pm.around_call = around
+            undo()
+
+        return unwatch
 
     def _frame_event(self, frame: FrameType, event: str, arg: Any) -> None:
         if event == "call":
@@ -143,7 +154,7 @@ class NoProfiler(Profiler):
     def timed(self, part: str) -> contextlib.nullcontext[None]:  # type: ignore[override]
         return contextlib.nullcontext()
 
-    def watch(self, pm: pluggy.PluginManager) -> Callable[[], None]:
+    def watch(self, pm: PluginManager) -> Callable[[], None]:
         return lambda: None
 
     def add(self, part: str, seconds: float) -> None:
