@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
-from tensordict import TensorDict
+from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import InteractionType, set_interaction_type
 
 from .envs import base_env
@@ -43,6 +43,36 @@ def to_tensor(array: Any, device: torch.device) -> torch.Tensor:
     return tensor if device.type == "cpu" else tensor.to(device)
 
 
+class Carry:
+    """What a policy hands on from one env step to the next, TorchRL's way: the entries it writes under ``next`` (a
+    recurrent state) are its inputs at the next step, and a policy whose ``in_keys`` hold ``is_init`` is told which rows
+    begin an episode. The one place that knows it, for the collector, the evaluation loop and ``Policy.predict``.
+
+    :param policy: the ``tensordict.nn`` policy.
+    """
+
+    def __init__(self, policy: Any) -> None:
+        self.tracks_init = "is_init" in getattr(policy, "in_keys", ())
+        #: the entries the policy wrote under ``next`` at its last step, by key
+        self.state: dict[str, torch.Tensor] = {}
+
+    def inputs(self, obs: torch.Tensor, starts: Any) -> TensorDict:
+        """The policy's input for observations ``obs`` ``[N, ...]``; ``starts``: one bool per row, its episode begins."""
+        values = {"observation": obs, **self.state}
+        if self.tracks_init:
+            values["is_init"] = torch.as_tensor(np.asarray(starts, dtype=bool), device=obs.device).reshape(-1, 1)
+        return TensorDict(values, batch_size=obs.shape[:1], device=obs.device, non_blocking=False)
+
+    def take(self, step: TensorDictBase) -> dict[str, torch.Tensor]:
+        """Take what the policy's output ``step`` holds under ``next`` out of it, and keep it for the next step.
+
+        :return: that, by key (empty for a policy that hands nothing on).
+        """
+        handed: Any = step.pop("next") if "next" in step.keys() else {}
+        self.state = dict(handed.items())
+        return self.state
+
+
 #: ``observer(render, done)``: see :meth:`Collector.add_step_observer`.
 StepObserver = Callable[[Callable[[], Any], np.ndarray], None]
 
@@ -59,7 +89,9 @@ class Collector:
     ``sample_log_prob``, ``state_value``, ...), ``("next", "observation")``, and
     ``("next", "reward" | "done" | "terminated" | "truncated")`` of shape ``[envs, time, 1]``.
     A policy whose ``in_keys`` hold ``is_init`` (TorchRL's ``InitTracker`` key) is also given
-    ``is_init`` ``[envs, 1]``, true on the first step of each env's episode, and the batch keeps it.
+    ``is_init`` ``[envs, 1]``, true on the first step of each env's episode, and the batch keeps it. What the
+    policy writes under ``next`` (a recurrent state) is its input at the next step (:class:`Carry`), and the batch
+    keeps both: the state each step began with, and under ``next`` the one it handed on.
 
     :param env: a ``gymnasium.vector.VectorEnv`` in ``SAME_STEP`` autoreset mode.
     :param policy: a ``tensordict.nn`` module reading ``observation`` and writing ``action``.
@@ -85,6 +117,7 @@ class Collector:
         #: returns and lengths of the episodes that ended in the last batch
         self.finished_episodes: tuple[np.ndarray, np.ndarray] = (np.empty(0), np.empty(0, dtype=np.int64))
         self._observers: list[StepObserver] = []
+        self._carry = Carry(policy)
 
     def add_step_observer(self, observer: StepObserver) -> Callable[[], None]:
         """Call ``observer(render, done)`` after every env step of collection.
@@ -110,6 +143,7 @@ class Collector:
         obs, _ = self.env.reset(seed=self._seed)
         self._seed = None
         self._obs = to_tensor(obs, self.device)
+        self._carry.state = {}
         self._episode_return[:] = 0
         self._episode_length[:] = 0
 
@@ -127,18 +161,18 @@ class Collector:
         if self._obs is None:
             self.reset()
         env, device, n = self.env, self.device, self.num_envs
-        batch_size = torch.Size([n])
-        columns: dict[str, list[torch.Tensor]] = {}
+        columns: dict[str, list[Any]] = {}
+        handed_on: dict[str, list[torch.Tensor]] = {}  # what the policy wrote under "next"
         next_obs_list, rewards, raw_rewards, terminateds, truncateds = [], [], [], [], []
-        tracks_init = "is_init" in getattr(self.policy, "in_keys", ())
+        carry = self._carry
         starts = self._episode_length == 0  # the envs whose next step begins an episode
         with torch.inference_mode(), set_interaction_type(InteractionType.RANDOM):
             for _ in range(self.steps_per_batch):
                 # the observation is on ``device`` already: nothing to move, nothing to wait for
-                inputs = {"observation": self._obs}
-                if tracks_init:
-                    inputs["is_init"] = torch.as_tensor(starts, device=device).unsqueeze(-1)
-                step = self.policy(TensorDict(inputs, batch_size=batch_size, device=device, non_blocking=False))
+                assert self._obs is not None
+                step = self.policy(carry.inputs(self._obs, starts))
+                for key, value in carry.take(step).items():
+                    handed_on.setdefault(key, []).append(value)
                 for key, value in step.items():
                     columns.setdefault(key, []).append(value)
                 obs, reward, terminated, truncated, info = env.step(step["action"].cpu().numpy())
@@ -167,6 +201,7 @@ class Collector:
             "terminated": terminated_t,
             "truncated": truncated_t,
             "done": terminated_t | truncated_t,
+            **{key: torch.stack(values, dim=1) for key, values in handed_on.items()},
         }
         return TensorDict(batch, batch_size=[n, self.steps_per_batch], device=device)
 
@@ -199,6 +234,7 @@ class Collector:
             "episode_return": torch.from_numpy(self._episode_return.copy()),
             "episode_length": torch.from_numpy(self._episode_length.copy()),
             "envs": base.env_state() if self._obs is not None and hasattr(base, "env_state") else None,
+            "carried": {key: value.clone() for key, value in self._carry.state.items()},
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -219,6 +255,7 @@ class Collector:
             return
         base_env(self.env).load_env_state(state["envs"])
         self._obs = state["observation"].to(self.device)
+        self._carry.state = {key: value.to(self.device) for key, value in state.get("carried", {}).items()}
         self._episode_return = state["episode_return"].numpy().copy()
         self._episode_length = state["episode_length"].numpy().copy()
 

@@ -13,11 +13,10 @@ from typing import Any, TypedDict
 import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
-from tensordict import TensorDict
 from tensordict.nn import InteractionType, set_interaction_type
 
 from .._kernel.manager import PluginManager
-from .collector import rewards_of_env, to_tensor
+from .collector import Carry, rewards_of_env, to_tensor
 from .policy import load_policy
 
 #: ``on_frame(render)``: called before each action of the first env's first episode; ``render()``
@@ -73,7 +72,9 @@ def evaluate(
     has ended, the first env's running episode counts, with its partial return and length.
 
     The policy is put in eval mode (``policy.train(False)``) and acts under ``exploration_type``
-    (TorchRL's ``LogValidationReward`` argument); its training flag is restored afterwards.
+    (TorchRL's ``LogValidationReward`` argument); its training flag is restored afterwards. A policy
+    that reads ``is_init`` is told where episodes begin, and what it writes under ``next`` (a recurrent
+    state) is its input at the next step, as in collection.
 
     :param policy: a ``tensordict.nn`` module reading ``observation`` and writing ``action``.
     :param env: a ``gymnasium.vector.VectorEnv``; made with ``render_mode="rgb_array"`` when ``on_frame`` draws frames.
@@ -118,13 +119,16 @@ def evaluate(
         policy.train(False)
     try:
         obs, _ = env.reset(seed=seed)
+        carry, starts = Carry(policy), np.ones(n, dtype=bool)  # (the rows whose observation begins an episode)
         with torch.inference_mode(), set_interaction_type(mode):
             while (episodes is None or len(returns) < episodes) and (max_frames is None or frames < max_frames):
                 if recording is not None:
                     recording(render)
-                step = policy(TensorDict({"observation": to_tensor(obs, device)}, batch_size=[n], device=device))
+                step = policy(carry.inputs(to_tensor(obs, device), starts))
+                carry.take(step)
                 obs, reward, terminated, truncated, info = env.step(step["action"].cpu().numpy())
                 counted = ~resetting
+                starts = resetting if next_step else np.asarray(terminated) | np.asarray(truncated)
                 episode_return[counted] += np.asarray(rewards_of_env(info, reward), dtype=np.float64)[counted]
                 episode_length[counted] += 1
                 frames += int(counted.sum())

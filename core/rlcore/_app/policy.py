@@ -19,14 +19,13 @@ import gymnasium
 import numpy as np
 import torch
 from gymnasium.vector import VectorActionWrapper
-from tensordict import TensorDict
 from tensordict.nn import InteractionType, set_interaction_type
 
 from .._kernel.contracts import CONFIG_FILE
 from .._kernel.errors import ConfigError, first_line
 from .._kernel.manager import PluginManager, get_plugin_manager
 from .build import build_loss_module, freeze, load_checkpoint
-from .collector import to_tensor
+from .collector import Carry, to_tensor
 from .config import read_config_file, resolve_config
 from .envs import base_env, env_layers, load_env_states, make_vector_env, wrap_vector_env
 
@@ -163,11 +162,14 @@ class Policy:
         """The actions for ``observation``: one raw observation or a batch of them, numpy or torch.
 
         :param observation: an observation of :attr:`observation_space`, or a batch ``[N, ...]`` of them.
-        :param state: the recurrent state that the previous call returned (``None`` for a feed-forward policy).
-        :param episode_start: one bool per row: its episode starts with this observation.
+        :param state: the recurrent state that the previous call returned: ``None`` at the start (and always for a
+            feed-forward policy).
+        :param episode_start: one bool per row: its episode starts with this observation (default: every row when
+            ``state`` is ``None``, none otherwise). A recurrent policy starts those rows from a fresh state.
         :param deterministic: act with the distribution's deterministic value (its mode), or sample.
         :return: ``(action, state)``: the action, or a batch of them, as a numpy array (a torch tensor for a
-            torch observation), in :attr:`action_space`; and the state to pass to the next call.
+            torch observation), in :attr:`action_space`; and the state to pass to the next call, ``{key: array}``
+            (what a recurrent policy hands on: ``recurrent_state_h`` and ``recurrent_state_c`` of an LSTM), or ``None``.
         :raises ValueError: for an observation whose shape fits neither one observation nor a batch.
         """
         as_torch = isinstance(observation, torch.Tensor)
@@ -175,16 +177,25 @@ class Policy:
         single = self._single(batch)
         if single:
             batch = batch[None]
-        obs = batch if self._preprocessor is None else self._observe(batch, episode_start)
-        inputs = TensorDict({"observation": to_tensor(obs, self._device)}, batch_size=[len(batch)], device=self._device)
+        n = len(batch)
+        given = None if episode_start is None else np.broadcast_to(np.asarray(episode_start, dtype=bool).reshape(-1), (n,))
+        obs = batch if self._preprocessor is None else self._observe(batch, np.zeros(n, dtype=bool) if given is None else given)
+        carry = Carry(self.module)
+        carry.state = {key: torch.as_tensor(np.asarray(value)).reshape(n, *np.shape(value)[int(not single) :]) for key, value in (state or {}).items()}
+        carry.state = {key: value.to(self._device) for key, value in carry.state.items()}
         mode = InteractionType.DETERMINISTIC if deterministic else InteractionType.RANDOM
         with torch.inference_mode(), set_interaction_type(mode):
-            action = self.module(inputs)["action"].cpu().numpy()
+            step = self.module(carry.inputs(to_tensor(obs, self._device), np.full(n, state is None) if given is None else given))
+            carry.take(step)
+            action = step["action"].cpu().numpy()
         if self._preprocessor is not None:
             action = self._preprocessor.act(action)
+        handed: dict[str, Any] = {key: value.cpu().numpy() for key, value in carry.state.items()}
         if single:
-            action = np.asarray(action[0])
-        return (torch.as_tensor(action) if as_torch else action), state
+            action, handed = np.asarray(action[0]), {key: value[0] for key, value in handed.items()}
+        if as_torch:
+            action, handed = torch.as_tensor(action), {key: torch.as_tensor(value) for key, value in handed.items()}
+        return action, handed or None
 
     def make_env(self, num_envs: int = 1, **env_kwargs: Any) -> Any:
         """The run's env, with its wrappers and the checkpoint's statistics, frozen: what the run's evaluations step.
@@ -222,14 +233,11 @@ class Policy:
         dims = ", ".join(("N", *map(str, shape)))
         raise ValueError(f"predict: an observation of shape {tuple(batch.shape)} fits neither one observation {shape} nor a batch ({dims})")
 
-    def _observe(self, batch: np.ndarray, episode_start: Any) -> Any:
+    def _observe(self, batch: np.ndarray, starts: np.ndarray) -> Any:
         assert self._preprocessor is not None
         if self._preprocessor.num_envs != len(batch):
             self._preprocessor.close()
             self._preprocessor = Preprocessor(self.config, self._pm, self._env_states, self._preprocessor.raw, len(batch))
-        starts = np.zeros(len(batch), dtype=bool)
-        if episode_start is not None:
-            starts = np.broadcast_to(np.asarray(episode_start, dtype=bool).reshape(-1), (len(batch),))
         return self._preprocessor.observe(batch, starts)
 
 
