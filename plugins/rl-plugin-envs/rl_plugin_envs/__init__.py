@@ -18,6 +18,7 @@ Wrappers are listed under ``env.wrappers`` and applied in that order::
 ``frame_skip``                     repeat actions, max-pool the last two frames (inside each env)
 ``time_limit``                     truncate episodes (inside each env)
 ``frame_stack``                    stack the last N observations (inside each env)
+``mask_observation``               keep some entries of flat observations: a partially observed task (inside each env)
 ``resize``, ``grayscale``          image observations (inside each env)
 ``atari``                          Gymnasium's Atari preprocessing (inside each env)
 ``pixels``                         rendered frames into the batch (``pixels``), TorchRL's ``PixelRenderTransform``

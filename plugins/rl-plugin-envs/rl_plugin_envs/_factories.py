@@ -168,6 +168,19 @@ def frame_stack(env: Any, stack_size: PositiveInt = 4, padding: Literal["reset",
     return wrap_each_env(env, partial(FrameStack, stack_size=stack_size, padding_type=padding), "env.wrappers.frame_stack")
 
 
+def mask_observation(env: Any, keep: list[Annotated[int, Range(ge=0)]]) -> Any:
+    """Only the entries ``keep`` of each flat observation: a partially observed task, such as CartPole without its
+    velocities (``keep: [0, 2]``, the cart's position and the pole's angle), which a feed-forward policy cannot learn
+    and a recurrent one can; comes before the vector-env wrappers.
+
+    :param env: the vector env (``sync`` or ``async``).
+    :param keep: the indices of the entries kept, in order.
+    """
+    from ._inside import KeepEntries, wrap_each_env
+
+    return wrap_each_env(env, partial(KeepEntries, keep=keep), "env.wrappers.mask_observation")
+
+
 def resize(env: Any, height: PositiveInt = 84, width: PositiveInt = 84) -> Any:
     """Resize image observations ``[H, W(, C)]`` (Gymnasium's ``ResizeObservation``, OpenCV's area interpolation;
     needs ``opencv-python-headless``); comes before the vector-env wrappers.
@@ -267,6 +280,7 @@ WRAPPERS: dict[str, Any] = {
     "frame_skip": frame_skip,
     "time_limit": time_limit,
     "frame_stack": frame_stack,
+    "mask_observation": mask_observation,
     "resize": resize,
     "grayscale": grayscale,
     "atari": atari,

@@ -98,6 +98,33 @@ class Grayscale(GrayscaleObservation):
         """Nothing to restore."""
 
 
+class KeepEntries(gymnasium.ObservationWrapper[Any, Any, Any]):
+    """The entries ``keep`` of each flat ``Box`` observation, in that order; no state.
+
+    :raises ValueError: for an observation space that is no flat ``Box``, or an entry it does not have.
+    """
+
+    def __init__(self, env: gymnasium.Env, keep: list[int]) -> None:
+        super().__init__(env)
+        space = env.observation_space
+        if not isinstance(space, gymnasium.spaces.Box) or len(space.shape) != 1:
+            raise ValueError(f"keeps entries of a flat Box observation, the env's is {space}")
+        size = space.shape[0]
+        if not keep or any(not 0 <= i < size for i in keep):
+            raise ValueError(f"keep: {keep} names entries the observation has not (valid choices: 0 to {size - 1})")
+        self.keep = np.asarray(keep)
+        self.observation_space = gymnasium.spaces.Box(space.low[self.keep], space.high[self.keep], dtype=space.dtype)
+
+    def observation(self, observation: Any) -> Any:
+        return observation[self.keep]
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Nothing to restore."""
+
+
 def atari(env: gymnasium.Env, **options: Any) -> gymnasium.Env:
     """Gymnasium's ``AtariPreprocessing`` on an ALE env whose own frame skip is turned off (the wrapper skips, max-pooling
     the last two frames), ``uint8`` frames.

@@ -105,6 +105,10 @@ def restore_wrappers(target, source):
         ({"clip_reward": {"min_reward": 1, "max_reward": 0}}, "clip_reward.max_reward: expected a number > min_reward=1.0, got 0.0"),
         ({"frame_skip": {"skip": 1}}, "frame_skip.skip: expected an integer >= 2, got 1"),
         ({"normalize_observation": {}, "frame_stack": {}}, "frame_stack: changes what each env observes, so it comes before the vector-env wrappers"),
+        (
+            {"mask_observation": {"keep": [0, 5]}},
+            r"mask_observation: does not fit the env \(keep: \[0, 5\] names entries the observation has not \(valid choices: 0 to 3\)\)",
+        ),
         ({"pixels": {}}, r"env.wrappers.pixels: needs envs that render frames \(set env.kwargs.render_mode: rgb_array\)"),
         ({"pixels": {"key": "observation"}}, r"env.wrappers.pixels.key: expected a name of its own for the frames \(a batch has observation"),
         ({"pixels": {"key": "next.pixels"}}, r"env.wrappers.pixels.key: expected a name of its own .* got 'next.pixels'"),
@@ -115,6 +119,23 @@ def test_bad_options_are_one_line_naming_the_key(tmp_path, wrappers, message) ->
         config = rlcore.load_config(overrides=["algo.name=ppo", f"env.wrappers={wrappers}", "trainer.total_frames=64"])
         rlcore.build_trainer(config, run_dir=tmp_path / "run")
     assert "\n" not in str(caught.value) and not (tmp_path / "run").exists()
+
+
+def test_mask_observation_keeps_the_entries_asked_for_in_every_observation() -> None:
+    masked, plain = make("CartPole-v1", wrappers={"mask_observation": {"keep": [2, 0]}}), make("CartPole-v1")
+    assert masked.single_observation_space.shape == (2,)
+    np.testing.assert_array_equal(masked.single_observation_space.high, plain.single_observation_space.high[[2, 0]])
+    obs, _ = masked.reset(seed=4)
+    raw, _ = plain.reset(seed=4)
+    np.testing.assert_array_equal(obs, raw[:, [2, 0]])
+    actions = [np.ones(2, dtype=np.int64)] * 30  # always right: episodes end, and their final observations are masked too
+    for mine, theirs in zip(rollout(masked, actions), rollout(plain, actions), strict=True):
+        np.testing.assert_array_equal(mine[0], theirs[0][:, [2, 0]])
+        if theirs[4] is not None:
+            ended = theirs[2] | theirs[3]
+            np.testing.assert_array_equal(np.stack(mine[4][ended]), np.stack(theirs[4][ended])[:, [2, 0]])
+    masked.close()
+    plain.close()
 
 
 def test_scale_and_clip_rewards_keep_the_raw_reward() -> None:
