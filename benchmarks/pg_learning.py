@@ -94,26 +94,13 @@ class EpisodeRecorder:
 
 
 def deterministic_eval(trainer: Any, episodes: int = 10, seed: int = 10_000) -> float:
-    """Mean return of ``episodes`` episodes acting with the mode of the policy's distribution."""
-    import torch
-    from tensordict import TensorDict
-    from tensordict.nn import InteractionType, set_interaction_type
-
+    """Mean return of ``episodes`` episodes acting with the mode of the policy's distribution (``rlcore.evaluate``:
+    the env's own rewards, a recurrent policy's state carried)."""
     env = trainer.make_env(num_envs=1)
-    policy = trainer.loss_module.policy
-    returns: list[float] = []
-    obs, _ = env.reset(seed=seed)
-    total = 0.0
-    with torch.no_grad(), set_interaction_type(InteractionType.DETERMINISTIC):
-        while len(returns) < episodes:
-            step = policy(TensorDict({"observation": torch.as_tensor(obs, dtype=torch.float32)}, batch_size=[1]))
-            obs, reward, terminated, truncated, info = env.step(step["action"].numpy())
-            total += float(info["raw_reward"][0] if "raw_reward" in info else reward[0])  # unscaled by normalize_reward
-            if terminated[0] or truncated[0]:
-                returns.append(total)
-                total = 0.0
-    env.close()
-    return float(np.mean(returns))
+    try:
+        return float(np.mean(rlcore.evaluate(trainer.loss_module.policy, env, episodes, seed=seed)["returns"]))
+    finally:
+        env.close()
 
 
 def train_recorded(overrides: list[str]) -> tuple[Any, EpisodeRecorder, float]:

@@ -35,11 +35,16 @@ def _train(run_dir: Path, algo: str, env_id: str, wrappers: dict[str, Any], fram
     return run_dir
 
 
-def _inside(policy: rlcore.Policy, obs: np.ndarray) -> np.ndarray:
-    """The run's policy on the run env's (wrapped) observation, deterministic, as evaluation runs it."""
-    inputs = TensorDict({"observation": torch.as_tensor(obs, dtype=torch.float32)}, batch_size=[len(obs)])
+def _inside(policy: rlcore.Policy, obs: np.ndarray, state: dict[str, torch.Tensor], start: bool) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
+    """The run's policy on the run env's (wrapped) observation, deterministic, as evaluation runs it: the action, and
+    the state a recurrent policy hands on under ``next`` (TorchRL's convention), which comes back at the next step."""
+    inputs = TensorDict({"observation": torch.as_tensor(obs, dtype=torch.float32), **state}, batch_size=[len(obs)])
+    if "is_init" in policy.module.in_keys:
+        inputs["is_init"] = torch.full((len(obs), 1), start)
     with torch.no_grad(), set_interaction_type(InteractionType.DETERMINISTIC):
-        return policy.module(inputs)["action"].numpy()
+        out = policy.module(inputs)
+    handed = out.get("next", None)
+    return out["action"].numpy(), {} if handed is None else dict(handed.items())
 
 
 def _side_by_side(policy: rlcore.Policy, env_id: str, steps: int, seed: int = 3) -> tuple[list[Any], list[Any], int]:
@@ -48,11 +53,18 @@ def _side_by_side(policy: rlcore.Policy, env_id: str, steps: int, seed: int = 3)
     obs, _ = env.reset(seed=seed)
     raw_obs, _ = raw.reset(seed=seed)
     start, inside_actions, raw_actions, episodes = True, [], [], 0
+    carried: dict[str, torch.Tensor] = {}
+    state = None
     try:
         for _ in range(steps):
-            inside = _inside(policy, obs)
-            action, state = policy.predict(raw_obs, episode_start=start)
-            assert state is None
+            inside, carried = _inside(policy, obs, carried, start)
+            action, state = policy.predict(raw_obs, state, episode_start=start)
+            if not carried:
+                assert state is None
+            else:  # predict hands on the same state, of one observation
+                assert state.keys() == carried.keys()
+                for key, value in carried.items():
+                    np.testing.assert_allclose(state[key], value[0].numpy(), rtol=0, atol=1e-6)
             inside_actions.append(inside[0])
             raw_actions.append(action)
             obs, reward, terminated, truncated, _ = env.step(inside)
@@ -78,6 +90,27 @@ def test_predict_with_a_frame_stack_and_normalised_observations(tmp_path: Path) 
     inside, raw, episodes = _side_by_side(policy, "CartPole-v1", 300)
     assert episodes >= 3  # the frame stack started afresh at every episode
     assert [int(a) for a in raw] == [int(a) for a in inside]
+    policy.close()
+
+
+@pytest.mark.slow
+def test_predict_carries_a_recurrent_state_and_restarts_it_at_episode_starts(tmp_path: Path) -> None:
+    wrappers = {"mask_observation": {"keep": [0, 2]}, "normalize_observation": {}}
+    run = _train(tmp_path / "run", "ppo", "CartPole-v1", wrappers, recurrent={"hidden_size": 16, "seq_len": 8})
+    policy = rlcore.load_policy(run)
+    assert policy.observation_space.shape == (4,)  # the raw env's; the network sees position and angle, normalised
+    inside, raw, episodes = _side_by_side(policy, "CartPole-v1", 300)
+    assert episodes >= 3
+    assert [int(a) for a in raw] == [int(a) for a in inside]
+    rows = np.zeros((3, 4), dtype=np.float32)
+    _, state = policy.predict(rows)  # a batch: the state of each row
+    assert state is not None and state["recurrent_state_h"].shape == (3, 1, 16)
+    _, again = policy.predict(rows, state)
+    _, fresh = policy.predict(rows, state, episode_start=[True, False, True])  # rows 0 and 2 restart
+    for key in again:
+        np.testing.assert_array_equal(fresh[key][1], again[key][1])
+        assert not np.allclose(fresh[key][0], again[key][0])
+        np.testing.assert_array_equal(fresh[key][0], state[key][0])  # (a restart from zeros on the same input)
     policy.close()
 
 

@@ -183,3 +183,20 @@ def test_bad_arguments_are_one_line_errors(runs: dict[str, Path], tmp_path: Path
     result = run_rlctl("export", str(tmp_path), env={"RLCORE_TRACEBACK": "0"})
     assert result.returncode == 2
     assert result.stderr.splitlines() == [f"rlctl: error: {tmp_path / 'config.yaml'}: cannot read config file (No such file or directory)"]
+
+
+def test_a_recurrent_policy_is_refused_in_one_line(tmp_path: Path) -> None:
+    config = {
+        "algo": {"name": "ppo", "recurrent": {"hidden_size": 8}},
+        "env": {"id": "CartPole-v1", "num_envs": 2},
+        "collector": {"frames_per_batch": 64},
+        "trainer": {"total_frames": 64, "progress_bar": False},
+        "loggers": {},
+    }
+    rlcore.build_trainer(config, tmp_path / "run").train()
+    result = run_rlctl("export", str(tmp_path / "run"), env={"RLCORE_TRACEBACK": "0"})
+    assert result.returncode == 2 and not list((tmp_path / "run").glob("policy.*"))
+    assert result.stderr.splitlines() == [
+        "rlctl: error: rlctl export: the policy (ActorCritic) reads is_init, recurrent_state_h, recurrent_state_c besides the observation "
+        "(a recurrent state), which the file cannot hold"
+    ]

@@ -55,6 +55,10 @@ class PGOptions(EncoderOptions):
     :param share_encoder: the actor and the critic read one encoder (the CNN of images, ``network``); ``false``: each its own.
     :param log_std_init: initial log standard deviation of Gaussian actions.
     :param action_bounds: ``clip`` Gaussian samples to a ``Box``'s bounds, or squash them with ``tanh``.
+    :param recurrent: an LSTM between the features and the heads (recurrent PPO), ``{hidden_size: 128, num_layers: 1,
+        seq_len: ..}``; each env's rollout in a batch is cut into sequences of ``seq_len`` steps (by default the whole
+        rollout), which the minibatches shuffle, and along which the LSTM is run again from the state the sequence began
+        with (truncated back-propagation through time); ``null``: a feed-forward policy.
     :param schedule: ``{coefficient: final value}``, annealed linearly over ``trainer.total_frames``;
         a ``null`` value takes a default schedule off (``--set algo.schedule.clip_range=null``).
     """
@@ -74,6 +78,7 @@ class PGOptions(EncoderOptions):
     share_encoder: bool = True
     log_std_init: float = 0.0
     action_bounds: Literal["clip", "tanh"] = "clip"
+    recurrent: dict[Literal["hidden_size", "num_layers", "seq_len"], Annotated[int, Range(ge=1)]] | None = None
     schedule: dict[Literal["entropy_coef", "value_coef", "clip_range", "value_clip_range", "kl_target"], NonNegative | None] = field(default_factory=dict)
 
 

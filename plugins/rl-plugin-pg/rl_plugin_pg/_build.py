@@ -12,10 +12,10 @@ from rl_plugin_nets import ENCODER_KEYS
 
 from . import DEFAULTS, OBJECTIVE, OPTIONS
 from ._losses import PolicyGradientLoss
-from ._policies import make_actor_critic
+from ._policies import RECURRENT, make_actor_critic
 
 #: ``algo`` keys that configure the actor-critic rather than the loss
-POLICY_KEYS = ("hidden_sizes", "net_arch", "activation", "shared_trunk", "share_encoder", "log_std_init", "action_bounds", *ENCODER_KEYS)
+POLICY_KEYS = ("hidden_sizes", "net_arch", "activation", "shared_trunk", "share_encoder", "log_std_init", "action_bounds", "recurrent", *ENCODER_KEYS)
 
 
 def build_loss(
@@ -39,5 +39,7 @@ def build_loss(
     unknown = sorted(set(options) - set(declared))
     if unknown:
         raise ValueError(f"algo: unknown key(s) {', '.join(unknown)} for {name!r}; valid keys: {', '.join(sorted(declared))}")
+    recurrent = options["recurrent"]
     policy = make_actor_critic(observation_space, action_space, **{k: options.pop(k) for k in POLICY_KEYS})
-    return PolicyGradientLoss(policy, objective=OBJECTIVE[name], **options).to(device)
+    seq_len = None if recurrent is None else recurrent.get("seq_len", RECURRENT["seq_len"])
+    return PolicyGradientLoss(policy, objective=OBJECTIVE[name], seq_len=seq_len, **options).to(device)

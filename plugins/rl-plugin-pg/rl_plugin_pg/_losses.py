@@ -3,10 +3,11 @@
 Per batch (the trainer calls these hooks on the loss module, see :mod:`rlcore.hookspecs`):
 
 1. ``rl_batch_process``: values of ``observation`` (``state_value``) and ``("next", "observation")``, GAE
-   advantages and value targets, with no gradient; the batch is flattened to ``[envs * time]``;
-   the coefficient schedules are applied.
+   advantages and value targets, with no gradient; the batch is flattened to ``[envs * time]`` (for a
+   recurrent policy, cut into sequences ``[envs * time / seq_len, seq_len]``); the coefficient schedules
+   are applied.
 2. ``rl_process_optim_batch``: step ``j`` of the batch takes minibatch ``j % minibatches`` of a
-   fresh permutation of the batch drawn at the start of each epoch.
+   fresh permutation of the batch's rows (or sequences) drawn at the start of each epoch.
 3. ``forward``: the losses of one minibatch (below).
 4. ``rl_post_loss``: adaptive-KL stops the batch's remaining steps when the KL runs far past its target.
 5. ``rl_post_steps``: adaptive-KL doubles or halves its penalty coefficient.
@@ -65,6 +66,7 @@ class PolicyGradientLoss(nn.Module):
         ``kl_stop_factor * kl_target``; ``None`` never stops.
     :param schedule: ``{coefficient: final value}``: anneal these coefficients linearly from
         their configured value to the final one over the trainer's ``total_frames``.
+    :param seq_len: a recurrent policy's sequence length, in steps of each env (``None``: each env's whole rollout).
     """
 
     #: learns from each batch as collected (its advantages are the batch's): an rlcore.OnPolicyLoss, which a replay buffer refuses
@@ -89,6 +91,7 @@ class PolicyGradientLoss(nn.Module):
         kl_penalty: float = 1.0,
         kl_stop_factor: float | None = None,
         schedule: Mapping[str, float | None] | None = None,
+        seq_len: int | None = None,
     ) -> None:
         super().__init__()
         if objective not in OBJECTIVES:
@@ -117,6 +120,8 @@ class PolicyGradientLoss(nn.Module):
         self.kl_target = kl_target
         self.kl_stop_factor = kl_stop_factor
         self.schedule = {name: (getattr(self, name), end) for name, end in schedule.items()}
+        self.recurrent = policy.lstm is not None
+        self.seq_len = seq_len
         # adaptive state lives in buffers so that checkpoints carry it
         self.register_buffer("kl_coef", torch.tensor(float(kl_penalty)))
         self._batch: TensorDictBase | None = None
@@ -131,7 +136,7 @@ class PolicyGradientLoss(nn.Module):
         :return: ``loss_policy``, ``loss_value``, ``loss_entropy`` (and ``loss_kl``), plus
             ``entropy``, ``kl_approx`` and ``clip_fraction`` to log.
         """
-        log_prob, entropy, value = self.policy.evaluate(batch["observation"], batch[self.policy.action_key])
+        log_prob, entropy, value = self.policy.evaluate(batch)
         if not self.entropy_coef:  # a bonus of weight 0 is only logged: no gradient to carry back
             entropy = entropy.detach()
         advantage = batch["advantage"].squeeze(-1)
@@ -191,8 +196,7 @@ class PolicyGradientLoss(nn.Module):
         require_keys(batch, needed, "algo", "the policy-gradient loss")
         self.apply_schedule((trainer.collected_frames - trainer.batch_frames) / max(trainer.total_frames, 1))
         with torch.no_grad():  # one critic call values every observation and next observation
-            both = torch.cat([batch["observation"], batch["next", "observation"]], dim=1)
-            value, next_value = self.policy.value(both).chunk(2, dim=1)
+            value, next_value = self.policy.batch_values(batch)
             advantage = gae(
                 batch["next", "reward"],
                 value,
@@ -205,8 +209,22 @@ class PolicyGradientLoss(nn.Module):
         batch.set("state_value", value)
         batch.set("advantage", advantage)
         batch.set("value_target", advantage + value)
-        self._batch = batch = batch.reshape(-1)
+        self._batch = batch = batch.reshape(-1) if not self.recurrent else self._sequences(batch)
         return batch
+
+    def _sequences(self, batch: TensorDictBase) -> TensorDictBase:
+        """The batch ``[envs, time]`` cut into sequences ``[envs * time / seq_len, seq_len]`` of each env's steps.
+
+        :raises rlcore.ConfigError: when ``seq_len`` does not divide the steps of each env, or gives fewer sequences than minibatches.
+        """
+        envs, steps = batch.shape
+        seq_len = self.seq_len or steps
+        if steps % seq_len or envs * steps // seq_len < self.minibatches:
+            raise ConfigError(
+                f"algo.recurrent.seq_len: {seq_len} must divide each env's {steps} steps of a batch and leave at least "
+                f"algo.minibatches={self.minibatches} sequences (collector.frames_per_batch / env.num_envs = {steps})"
+            )
+        return batch.reshape(envs * steps // seq_len, seq_len)
 
     @hookimpl
     def rl_process_optim_batch(self, trainer: Any, batch: TensorDictBase) -> TensorDictBase:
@@ -219,6 +237,7 @@ class PolicyGradientLoss(nn.Module):
             sizes = [rows // self.minibatches + (i < rows % self.minibatches) for i in range(self.minibatches)]
             order = torch.randperm(rows, device=device)
             keys = ["observation", self.policy.action_key, "sample_log_prob", "state_value", "advantage", "value_target"]
+            keys += ["is_init", "recurrent_state_h", "recurrent_state_c"] if self.recurrent else []
             columns = {key: batch.get(key).index_select(0, order).split(sizes) for key in keys}
             self._minibatches = [
                 TensorDict({key: parts[i] for key, parts in columns.items()}, batch_size=[size], device=device, non_blocking=False)
@@ -253,7 +272,7 @@ class PolicyGradientLoss(nn.Module):
     @torch.no_grad()
     def batch_kl(self, batch: TensorDictBase) -> float:
         """``KL(pi_old || pi)`` over a processed batch, estimated from its samples."""
-        log_prob, _, _ = self.policy.evaluate(batch["observation"], batch[self.policy.action_key])
+        log_prob, _, _ = self.policy.evaluate(batch)
         log_ratio = log_prob - batch["sample_log_prob"]
         return float((log_ratio.exp() - 1 - log_ratio).mean())
 

@@ -20,6 +20,12 @@ Image observations (``uint8`` or ``bool`` boxes, channels first or last; ``encod
 shared by the actor and the critic, each a linear head on its features (CleanRL's Atari layout);
 frames stay ``uint8`` until they are on the policy's device.
 
+With ``recurrent`` an LSTM sits between the features and the heads (sb3-contrib's RecurrentPPO, CleanRL's
+``ppo_atari_lstm``). Its state is TorchRL's: the policy reads ``recurrent_state_h`` and ``recurrent_state_c``
+``[N, layers, hidden]`` and ``is_init``, starts the rows where ``is_init`` is true from zeros, writes the state it
+began with back (the batch keeps it) and hands the next one on under ``next``, which the collector brings back at
+the next step.
+
 - ``Box``: a diagonal Gaussian with a state-independent log standard deviation. The sample
   ``raw_action`` is what the log-probability is of; ``action`` is it clipped to the bounds
   (``action_bounds="clip"``) or squashed into them with ``tanh`` (``"tanh"``). The squashing
@@ -28,6 +34,7 @@ frames stay ``uint8`` until they are on the policy's device.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from functools import partial
@@ -44,6 +51,8 @@ from rl_plugin_nets import MLP, float_observations
 from rlcore import ConfigError
 
 ACTION_BOUNDS = ("clip", "tanh")
+#: what ``algo.recurrent`` leaves out takes these (``seq_len``: the loss's; ``None``, each env's whole rollout of a batch)
+RECURRENT: dict[str, Any] = {"hidden_size": 128, "num_layers": 1, "seq_len": None}
 #: the action distributions, by action space: ``Discrete``, ``MultiDiscrete``, ``MultiBinary``, ``Box``
 KINDS = ("categorical", "multi_categorical", "bernoulli", "gaussian")
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -75,6 +84,10 @@ class ActorCritic(TensorDictModuleBase):
     :param encoder: a module ``[..., *obs_shape] -> [..., encoder.out_dim]`` shared by both heads (an
         ``rl_plugin_nets.CNN``); ``hidden_sizes``, ``activation`` and ``shared_trunk`` then do not apply.
     :param critic_encoder: the critic's own encoder, of the same width, when the heads do not share ``encoder``.
+    :param lstm_hidden_size: an LSTM of this width between the features and the heads (``None``: none); the heads
+        then read its output, through hidden layers of ``net_arch`` (by default ``hidden_sizes``, or none after an
+        encoder or a trunk).
+    :param lstm_layers: the LSTM's stacked layers.
     """
 
     in_keys = ["observation"]
@@ -98,6 +111,8 @@ class ActorCritic(TensorDictModuleBase):
         action_bounds: str = "clip",
         encoder: nn.Module | None = None,
         critic_encoder: nn.Module | None = None,
+        lstm_hidden_size: int | None = None,
+        lstm_layers: int = 1,
     ) -> None:
         super().__init__()
         if action_bounds not in ACTION_BOUNDS:
@@ -119,11 +134,21 @@ class ActorCritic(TensorDictModuleBase):
         self.encoder, self.critic_encoder = encoder, critic_encoder
         self.trunk = MLP([obs_dim, *hidden_sizes], activation, init="orthogonal", activate_last=True) if shared_trunk and encoder is None else None
         arch = dict(net_arch or {})
-        if encoder is not None or self.trunk is not None:
-            features = cast(int, encoder.out_dim) if encoder is not None else self.trunk.out_dim  # type: ignore[union-attr]
-            pi, vf = [features, *arch.get("pi", [])], [features, *arch.get("vf", [])]
-        else:
-            pi, vf = [obs_dim, *arch.get("pi", hidden_sizes)], [obs_dim, *arch.get("vf", hidden_sizes)]
+        encoded = encoder is not None or self.trunk is not None
+        features = cast(int, encoder.out_dim) if encoder is not None else self.trunk.out_dim if self.trunk is not None else obs_dim
+        self.lstm: nn.LSTM | None = None
+        if lstm_hidden_size is not None:
+            if critic_encoder is not None:
+                raise ConfigError("algo.share_encoder: false gives the critic an encoder of its own, which a recurrent policy's one LSTM cannot read")
+            self.lstm = nn.LSTM(features, lstm_hidden_size, lstm_layers)
+            for name, param in self.lstm.named_parameters():  # CleanRL's initialisation
+                nn.init.constant_(param, 0.0) if "bias" in name else nn.init.orthogonal_(param, 1.0)
+            self.in_keys = ["observation", "is_init", "recurrent_state_h", "recurrent_state_c"]
+            handed: list[Any] = [("next", "recurrent_state_h"), ("next", "recurrent_state_c")]  # (tensordict types nested keys as 1-tuples)
+            self.out_keys = [*out_keys, "recurrent_state_h", "recurrent_state_c", *handed]
+            features = lstm_hidden_size
+        default = [] if encoded else list(hidden_sizes)
+        pi, vf = [features, *arch.get("pi", default)], [features, *arch.get("vf", default)]
         logits = sum(self.nvec) if kind == "multi_categorical" else action_dim
         self.actor_net = MLP([*pi, logits], activation, init="orthogonal", out_gain=0.01)  # near-uniform initial policy
         self.critic_net = MLP([*vf, 1], activation, init="orthogonal", out_gain=1.0)
@@ -151,6 +176,48 @@ class ActorCritic(TensorDictModuleBase):
         """State values ``[..., 1]`` of observations ``[..., *obs_shape]``."""
         return self.critic_net.forward(self._features(obs) if self.critic_encoder is None else self.critic_encoder.forward(obs))
 
+    def batch_values(self, batch: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+        """State values ``[envs, time, 1]`` of a collected batch's ``observation`` and ``("next", "observation")``, in one call.
+
+        A recurrent policy values each from the state the batch keeps with it: the one its step began with, and for
+        the next observation the one that step handed on.
+        """
+        both = torch.cat([batch["observation"], batch["next", "observation"]], dim=1)
+        if self.lstm is None:
+            value, next_value = self.value(both).chunk(2, dim=1)
+            return value, next_value
+        h, c = (torch.cat([batch[key], batch["next", key]], dim=1) for key in ("recurrent_state_h", "recurrent_state_c"))
+        lead = both.shape[:2]
+        hidden, _, _ = self._remember(self._features(both).flatten(0, 1), h.flatten(0, 1), c.flatten(0, 1))
+        value, next_value = self.critic_net.forward(hidden).unflatten(0, lead).chunk(2, dim=1)
+        return value, next_value
+
+    def _remember(self, features: torch.Tensor, h: torch.Tensor, c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One LSTM step of ``features`` ``[N, F]`` from the state ``h``, ``c`` ``[N, layers, hidden]``: ``(output, h, c)``."""
+        assert self.lstm is not None
+        out, (h, c) = self.lstm(features.unsqueeze(0), (h.transpose(0, 1).contiguous(), c.transpose(0, 1).contiguous()))
+        return out[0], h.transpose(0, 1), c.transpose(0, 1)
+
+    def _unroll(self, batch: TensorDictBase) -> torch.Tensor:
+        """The LSTM's outputs ``[S, L, hidden]`` along sequences ``[S, L]`` of a batch: from the state each sequence's first
+        step kept, a row's state set to zeros where ``is_init`` starts an episode inside the sequence (truncated BPTT).
+
+        The LSTM runs over the steps between two such starts in one call.
+        """
+        assert self.lstm is not None
+        features = self._features(batch["observation"]).transpose(0, 1)  # [L, S, F]
+        h, c = (batch[key][:, 0].transpose(0, 1).contiguous() for key in ("recurrent_state_h", "recurrent_state_c"))
+        is_init = batch["is_init"].squeeze(-1).transpose(0, 1)  # [L, S]
+        starts = [0, *(1 + is_init[1:].any(-1).nonzero().flatten()).tolist(), len(features)]
+        outputs = []
+        for begin, end in itertools.pairwise(starts):
+            if begin:
+                keep = (~is_init[begin]).to(h.dtype).unsqueeze(-1)
+                h, c = h * keep, c * keep
+            out, (h, c) = self.lstm(features[begin:end], (h, c))
+            outputs.append(out)
+        return torch.cat(outputs).transpose(0, 1)
+
     def _features(self, obs: torch.Tensor) -> torch.Tensor:
         """Flat float observations, through the shared trunk if there is one; or the encoder's features."""
         if self.encoder is not None:
@@ -163,7 +230,20 @@ class ActorCritic(TensorDictModuleBase):
     # ------------------------------------------------------------------ acting
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Act on ``tensordict["observation"]``: sample under ``RANDOM``, take the mode otherwise."""
-        out = self.actor(tensordict.get("observation"))
+        if self.lstm is None:
+            out = self.actor(tensordict.get("observation"))
+        else:
+            obs = tensordict.get("observation")
+            h, c = (tensordict.get(key, None) for key in ("recurrent_state_h", "recurrent_state_c"))
+            if h is None or c is None:
+                h = c = obs.new_zeros((obs.shape[0], self.lstm.num_layers, self.lstm.hidden_size), dtype=torch.float32)
+            is_init = tensordict.get("is_init", None)
+            if is_init is not None:  # the rows that begin an episode begin from zeros
+                keep = (~is_init).to(h.dtype).unsqueeze(-1)
+                h, c = h * keep, c * keep
+            hidden, next_h, next_c = self._remember(self._features(obs), h, c)
+            out = self.actor_net.forward(hidden)
+            tensordict.update({"recurrent_state_h": h, "recurrent_state_c": c, "next": {"recurrent_state_h": next_h, "recurrent_state_c": next_c}})
         random = sampling()
         if self.kind == "categorical":
             action, log_prob = _categorical(out, random)
@@ -192,14 +272,19 @@ class ActorCritic(TensorDictModuleBase):
         return torch.maximum(torch.minimum(raw, self.high), self.low)
 
     # ------------------------------------------------------------------ learning
-    def evaluate(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Log-probability and entropy of ``action`` under the current policy, and the state value.
+    def evaluate(self, batch: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Log-probability and entropy of the collected actions under the current policy, and the state values.
 
-        :param obs: observations ``[B, *obs_shape]``.
-        :param action: ``action`` (discrete) or ``raw_action`` (continuous) as collected.
-        :return: ``(log_prob [B], entropy [B], value [B, 1])``.
+        :param batch: rows ``[B]`` with ``observation`` and the action (``action``, or ``raw_action`` of a Gaussian);
+            for a recurrent policy, sequences ``[B, L]`` with ``is_init`` and the state they began with.
+        :return: ``(log_prob [B(, L)], entropy [B(, L)], value [B(, L), 1])``.
         """
-        out, value = self.heads(obs)
+        action = batch[self.action_key]
+        if self.lstm is None:
+            out, value = self.heads(batch["observation"])
+        else:
+            hidden = self._unroll(batch)
+            out, value = self.actor_net.forward(hidden), self.critic_net.forward(hidden)
         if self.kind == "categorical":
             log_prob, entropy = _categorical_evaluate(out, action)
         elif self.kind == "multi_categorical":
@@ -254,6 +339,7 @@ def make_actor_critic(
     cnn_features: int | None = None,
     network: Any = None,
     share_encoder: bool = True,
+    recurrent: Mapping[str, int] | None = None,
     **options: Any,
 ) -> ActorCritic:
     """Build an :class:`ActorCritic` for Gymnasium spaces.
@@ -267,6 +353,7 @@ def make_actor_critic(
     :param cnn_features: width of the CNN's last layer.
     :param network: a user's encoder factory, or its import path ``package.module:factory`` (see ``rl_plugin_nets.image_encoder``).
     :param share_encoder: one encoder (the CNN, ``network``) for the actor and the critic, or one each.
+    :param recurrent: ``{hidden_size, num_layers}`` of an LSTM before the heads (other keys are the loss's); ``None``: none.
     :param options: the remaining :class:`ActorCritic` parameters.
     :raises rlcore.ConfigError: for spaces this policy does not handle.
     """
@@ -292,6 +379,9 @@ def make_actor_critic(
         options["encoder"] = cnn
         if not share_encoder:
             options["critic_encoder"] = make_encoder()  # (a second one, initialised apart)
+    if recurrent is not None:
+        options["lstm_hidden_size"] = recurrent.get("hidden_size", RECURRENT["hidden_size"])
+        options["lstm_layers"] = recurrent.get("num_layers", RECURRENT["num_layers"])
     obs_shape = observation_space.shape
     if isinstance(action_space, spaces.Discrete):
         return ActorCritic(obs_shape, int(action_space.n), kind="categorical", **options)

@@ -84,8 +84,10 @@ def test_episode_end_cuts_the_advantage_recursion():
 class ObservationIsValue(nn.Module):
     """A stand-in critic: the value of an observation is the observation."""
 
-    def value(self, obs):
-        return obs
+    lstm = None
+
+    def batch_values(self, batch):
+        return batch["observation"], batch["next", "observation"]
 
 
 def test_batch_process_values_and_bootstraps_the_whole_batch():
@@ -115,6 +117,7 @@ class FixedPolicy(nn.Module):
     """A stand-in policy whose ``evaluate`` returns given log-probs, entropies and values."""
 
     action_key = "action"
+    lstm = None
 
     def __init__(self, log_prob, entropy, value):
         super().__init__()
@@ -122,7 +125,7 @@ class FixedPolicy(nn.Module):
         self.entropy = torch.tensor(entropy)
         self.value_out = nn.Parameter(torch.tensor(value).unsqueeze(-1))
 
-    def evaluate(self, obs, action):
+    def evaluate(self, batch):
         return self.log_prob, self.entropy, self.value_out
 
 

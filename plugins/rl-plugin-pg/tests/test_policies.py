@@ -14,6 +14,11 @@ import rlcore
 from rl_plugin_pg._policies import make_actor_critic
 
 
+def evaluate(policy, obs, action):
+    """``policy.evaluate`` of rows of observations and the actions taken."""
+    return policy.evaluate(TensorDict({"observation": obs, policy.action_key: action}, batch_size=obs.shape[:1]))
+
+
 def _act(policy, obs, mode):
     with torch.no_grad(), set_interaction_type(mode):
         return policy(TensorDict({"observation": obs}, batch_size=[obs.shape[0]]))
@@ -52,7 +57,7 @@ def test_actor_and_value_alone_match_both_heads(shared):
 def test_categorical_evaluate_matches_torch_distributions():
     policy = make_actor_critic(spaces.Box(-1, 1, (4,)), spaces.Discrete(5), hidden_sizes=[8, 8], activation="relu")
     obs, action = torch.randn(7, 4), torch.randint(0, 5, (7,))
-    log_prob, entropy, value = policy.evaluate(obs, action)
+    log_prob, entropy, value = evaluate(policy, obs, action)
     logits, expected_value = policy.heads(obs)
     dist = torch.distributions.Categorical(logits=logits)
     torch.testing.assert_close(log_prob, dist.log_prob(action))
@@ -71,14 +76,14 @@ def test_gaussian_actions_stay_in_bounds(bounds):
     assert (action[:, 0] >= -2).all() and (action[:, 0] <= 2).all()
     assert (action[:, 1] >= 0).all() and (action[:, 1] <= 1).all()
     # the log-probability is of the raw Gaussian sample
-    log_prob, entropy, _ = policy.evaluate(torch.randn(4, 3), out["raw_action"][:4])
+    log_prob, entropy, _ = evaluate(policy, torch.randn(4, 3), out["raw_action"][:4])
     assert log_prob.shape == (4,) and entropy.shape == (4,)
 
 
 def test_gaussian_evaluate_matches_torch_distributions_and_mode_is_the_mean():
     policy = make_actor_critic(spaces.Box(-1, 1, (3,)), spaces.Box(-1, 1, (2,)), log_std_init=-0.5)
     obs, raw = torch.randn(6, 3), torch.randn(6, 2)
-    log_prob, entropy, _ = policy.evaluate(obs, raw)
+    log_prob, entropy, _ = evaluate(policy, obs, raw)
     mean, _ = policy.heads(obs)
     dist = torch.distributions.Normal(mean, policy.log_std.exp())
     torch.testing.assert_close(log_prob, dist.log_prob(raw).sum(-1))
@@ -102,14 +107,14 @@ def test_multi_discrete_and_multi_binary_evaluate_match_torch_distributions():
     obs = torch.randn(9, 4)
     multi = make_actor_critic(spaces.Box(-1, 1, (4,)), spaces.MultiDiscrete([3, 2, 4]), hidden_sizes=[8])
     action = torch.stack([torch.randint(0, n, (9,)) for n in (3, 2, 4)], -1)
-    log_prob, entropy, _ = multi.evaluate(obs, action)
+    log_prob, entropy, _ = evaluate(multi, obs, action)
     dists = [torch.distributions.Categorical(logits=chunk) for chunk in multi.actor(obs).split([3, 2, 4], -1)]
     torch.testing.assert_close(log_prob, sum(d.log_prob(action[:, i]) for i, d in enumerate(dists)))
     torch.testing.assert_close(entropy, sum(d.entropy() for d in dists))
 
     binary = make_actor_critic(spaces.Box(-1, 1, (4,)), spaces.MultiBinary(5), hidden_sizes=[8])
     ones = torch.randint(0, 2, (9, 5))
-    log_prob, entropy, _ = binary.evaluate(obs, ones)
+    log_prob, entropy, _ = evaluate(binary, obs, ones)
     dist = torch.distributions.Bernoulli(logits=binary.actor(obs))
     torch.testing.assert_close(log_prob, dist.log_prob(ones.float()).sum(-1))
     torch.testing.assert_close(entropy, dist.entropy().sum(-1))
@@ -125,7 +130,7 @@ def test_multi_discrete_and_multi_binary_samples_and_modes(space):
     out = _act(policy, obs, InteractionType.RANDOM)
     assert out["action"].shape == (6000, 2) and out["action"].dtype == torch.long
     assert all(space.contains(a) for a in out["action"][:50].numpy())
-    log_prob, _, _ = policy.evaluate(obs[:50], out["action"][:50])
+    log_prob, _, _ = evaluate(policy, obs[:50], out["action"][:50])
     torch.testing.assert_close(out["sample_log_prob"][:50], log_prob)  # what acting says is what learning reads
     logits = policy.actor(obs[:1])[0].detach()
     if isinstance(space, spaces.MultiBinary):
@@ -246,7 +251,7 @@ def test_the_heads_share_the_cnn_or_each_has_its_own(share):
     actor, value = policy.heads(obs)
     torch.testing.assert_close(policy.actor(obs), actor)
     torch.testing.assert_close(policy.value(obs), value)
-    log_prob, _, _ = policy.evaluate(obs, torch.zeros(5, dtype=torch.long))
+    log_prob, _, _ = evaluate(policy, obs, torch.zeros(5, dtype=torch.long))
     (log_prob.sum() + value.sum()).backward()
     actor_grads = [p.grad for p in policy.encoder.parameters()]
     assert all(g is not None and g.abs().sum() > 0 for g in actor_grads)
