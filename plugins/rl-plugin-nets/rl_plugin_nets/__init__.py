@@ -17,7 +17,8 @@
 :class:`TwinQ`                 twin critics ``Q_i(s, a)`` computed together as batched matrix products
 :func:`continuous_control`,    an actor-critic over bounded continuous actions: its CNN, sizes and space
 :class:`ActionBounds`,         checks; the map between the env's actions and ``[-1, 1]``; the base of a
-:class:`ActorPolicy`           policy acting with such an actor
+:class:`ActorPolicy`,          policy acting with such an actor; the bounds it acts in where the action
+:func:`acting_space`           space has none
 :func:`is_image_space`,        whether a space is an image, and its layout ``(channels, height, width,
 :func:`image_layout`           channels_last)``
 ``NATURE``, ``SMALL``          the CNN presets: Nature's, and MinAtar's one-layer network for small images
@@ -73,7 +74,7 @@ class EncoderOptions:
 ENCODER_KEYS = tuple(EncoderOptions.__dataclass_fields__)
 
 if TYPE_CHECKING:
-    from ._actions import ActionBounds, ActorPolicy, continuous_control
+    from ._actions import ActionBounds, ActorPolicy, acting_space, continuous_control
     from ._cnn import CNN, NATURE, SMALL, NatureCNN
     from ._critics import TwinQ
     from ._encoders import ENCODERS, MLPEncoder, UserEncoder, encoder_for, float_observations, image_encoder
@@ -84,6 +85,7 @@ _LAZY = {
     "ActionBounds": "._actions",
     "ActorPolicy": "._actions",
     "continuous_control": "._actions",
+    "acting_space": "._actions",
     "CNN": "._cnn",
     "NATURE": "._cnn",
     "SMALL": "._cnn",
@@ -105,7 +107,8 @@ _LAZY = {
 
 __all__ = [
     "ACTIVATIONS", "CNN", "ENCODERS", "ENCODER_KEYS", "MLP", "NATURE", "SMALL", "ActionBounds", "Activation", "ActorPolicy", "EncoderKind", "EncoderOptions",
-    "ImageLayout", "MLPEncoder", "NatureCNN", "TwinQ", "UserEncoder", "continuous_control", "encoder_for", "float_observations", "image_encoder",
+    "ImageLayout", "MLPEncoder", "NatureCNN", "TwinQ", "UserEncoder", "acting_space",
+    "continuous_control", "encoder_for", "float_observations", "image_encoder",
     "image_layout", "is_image_space", "linear_parameter",
 ]  # fmt: skip
 

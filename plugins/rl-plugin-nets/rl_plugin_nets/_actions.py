@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, cast
 
 import numpy as np
@@ -12,12 +13,38 @@ from torch import nn
 from ._encoders import image_encoder
 
 
+def acting_space(name: str, action_space: Any) -> Any:
+    """The ``Box`` a tanh-squashed actor acts in: ``action_space`` when its bounds are finite; otherwise a copy whose entries
+    without bounds get an interval of width 2 (``[-1, 1]``, ``[low, low + 2]`` or ``[high - 2, high]``), which a warning names.
+
+    :param name: the algorithm's name, for the warning.
+    :param action_space: a one-dimensional ``Box`` (another space is returned as it is, for :func:`continuous_control` to refuse).
+    """
+    from gymnasium import spaces
+
+    if not isinstance(action_space, spaces.Box):
+        return action_space
+    low, high = np.asarray(action_space.low, dtype=np.float64), np.asarray(action_space.high, dtype=np.float64)
+    has_low, has_high = np.isfinite(low), np.isfinite(high)
+    unbounded = np.flatnonzero(~(has_low & has_high)).tolist()
+    if not unbounded:
+        return action_space
+    low, high = np.where(has_low, low, np.where(has_high, high - 2, -1.0)), np.where(has_high, high, np.where(has_low, low + 2, 1.0))
+    intervals = ", ".join(f"{i}: [{low[i]:g}, {high[i]:g}]" for i in unbounded)
+    warnings.warn(
+        f"algo.name: {name} squashes its actions into bounds, which the action space has not for entries {', '.join(map(str, unbounded))}: "
+        f"it acts in {intervals} (to act in others, rescale the env's actions: env.wrappers.\"gymnasium.wrappers.TransformAction\")",
+        stacklevel=2,
+    )
+    return spaces.Box(low.astype(action_space.dtype), high.astype(action_space.dtype), dtype=action_space.dtype)
+
+
 class ActionBounds(nn.Module):
     """The affine map between a bounded ``Box``'s actions and ``[-1, 1]``, where tanh-squashed actors act.
 
     Its two buffers are not saved in a ``state_dict`` (the action space gives them again).
 
-    :param action_space: a one-dimensional ``Box`` with finite bounds.
+    :param action_space: a one-dimensional ``Box`` with finite bounds (:func:`acting_space` gives one for any ``Box``).
     """
 
     center: torch.Tensor
@@ -82,7 +109,7 @@ def continuous_control(name: str, options: Any, observation_space: Any, action_s
     if not isinstance(action_space, spaces.Box) or len(action_space.shape) != 1:
         raise ConfigError(f"algo.name: {name} needs a one-dimensional Box action space, the env has {action_space}")
     if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
-        raise ConfigError(f"algo.name: {name} squashes actions into the bounds of the action space, which must be finite: {action_space}")
+        raise ConfigError(f"algo.name: {name} squashes actions into bounds, which {action_space} has not (rl_plugin_nets.acting_space gives some)")
     cnn = image_encoder(observation_space, **{key: getattr(options, key) for key in ENCODER_KEYS}, action_space=action_space)
     if cnn is None and (not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1):
         raise ConfigError(f"algo.name: {name} needs a one-dimensional Box observation space or images, the env has {observation_space}")
@@ -90,4 +117,4 @@ def continuous_control(name: str, options: Any, observation_space: Any, action_s
     return cnn, obs_dim, int(action_space.shape[0])
 
 
-__all__ = ["ActionBounds", "ActorPolicy", "continuous_control"]
+__all__ = ["ActionBounds", "ActorPolicy", "acting_space", "continuous_control"]

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from rl_plugin_nets import TwinQ, continuous_control
+from rl_plugin_nets import TwinQ, acting_space, continuous_control
 from rlcore import ConfigError, validate_options
 
 from . import SACOptions
@@ -29,6 +29,7 @@ def parse_options(config: Mapping[str, Any]) -> SACOptions:
 def build_loss(config: Mapping[str, Any], observation_space: Any, action_space: Any, device: str | torch.device = "cpu") -> SACLoss:
     """The SAC loss module for an env's spaces (see :func:`rl_plugin_sac.build_sac`)."""
     opts = parse_options(config)
+    action_space = acting_space("sac", action_space)  # (finite bounds, where the env's have none)
     cnn, obs_dim, action_dim = continuous_control("sac", opts, observation_space, action_space)
     pi, qf = opts.net_arch.get("pi", opts.hidden_sizes), opts.net_arch.get("qf", opts.hidden_sizes)
     actor = Actor(obs_dim, action_dim, pi, opts.activation, opts.log_std_min, opts.log_std_max)

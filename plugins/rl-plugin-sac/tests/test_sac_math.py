@@ -180,3 +180,52 @@ def test_image_observations_go_through_a_cnn_the_critics_train_and_the_actor_rea
     assert acted.shape == (8, 2) and bool((acted.abs() <= 2).all())
     with pytest.raises(rlcore.ConfigError, match="sac needs a one-dimensional Box observation space or images"):
         rl_plugin_sac.build_sac({"encoder": "mlp"}, frames, ACTIONS)
+
+
+class _Unbounded(gymnasium.ActionWrapper):
+    """Pendulum with an action space unbounded both ways (the env clips the torque to [-2, 2] itself)."""
+
+    def __init__(self, env: gymnasium.Env) -> None:
+        import numpy as np
+
+        super().__init__(env)
+        self.action_space = gymnasium.spaces.Box(-np.inf, np.inf, (1,), np.float32)
+
+    def action(self, action):
+        return action
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_actions_without_bounds_are_acted_in_an_interval_of_width_two_that_a_warning_names(algo, tmp_path):
+    import rlcore
+
+    pytest.importorskip(f"rl_plugin_{algo}")
+    if "UnboundedPendulum-v0" not in gymnasium.registry:
+        gymnasium.register("UnboundedPendulum-v0", entry_point=lambda **kwargs: _Unbounded(gymnasium.make("Pendulum-v1", **kwargs)))
+    config = rlcore.load_config(
+        overrides=[f"algo.name={algo}", "env.id=UnboundedPendulum-v0", "trainer.total_frames=160", "algo.init_random_frames=64", "loggers.console=null"]
+    )
+    message = rf"^algo.name: {algo} squashes its actions into bounds, which the action space has not for entries 0: it acts in 0: \[-1, 1\]"
+    with pytest.warns(UserWarning, match=message):
+        trainer = rlcore.build_trainer(config, run_dir=tmp_path / "run")
+    batches = []
+    trainer.register_op("batch_process", lambda batch: batches.append(batch["action"].clone()))
+    trainer.train()
+    actions = torch.cat([b.flatten() for b in batches])
+    assert actions.abs().max() <= 1 and actions.std() > 0.1  # random, then the policy's: all in [-1, 1]
+    assert trainer.optim_steps > 0
+
+
+def test_the_acting_space_gives_each_unbounded_entry_an_interval_of_width_two():
+    import numpy as np
+
+    from rl_plugin_nets import acting_space
+
+    bounded = gymnasium.spaces.Box(-2.0, 3.0, (2,), np.float32)
+    assert acting_space("sac", bounded) is bounded
+    low, high = np.array([-np.inf, 0.0, -np.inf, -1.0], np.float32), np.array([np.inf, np.inf, 5.0, 1.0], np.float32)
+    space = gymnasium.spaces.Box(low, high, dtype=np.float32)
+    with pytest.warns(UserWarning, match=r"entries 0, 1, 2: it acts in 0: \[-1, 1\], 1: \[0, 2\], 2: \[3, 5\] "):
+        acting = acting_space("td3", space)
+    np.testing.assert_array_equal(acting.low, [-1, 0, 3, -1])
+    np.testing.assert_array_equal(acting.high, [1, 2, 5, 1])

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from rl_plugin_nets import ActionBounds, TwinQ, continuous_control
+from rl_plugin_nets import ActionBounds, TwinQ, acting_space, continuous_control
 from rl_plugin_replay import GaussianNoise, OrnsteinUhlenbeck
 from rlcore import ConfigError, validate_options
 
@@ -60,6 +60,7 @@ def build_loss(
 ) -> TD3Loss:
     """The TD3 loss module for an env's spaces (see :func:`rl_plugin_td3.build_td3`); ``algorithm`` names it in errors."""
     opts = parse_options(config)
+    action_space = acting_space(algorithm, action_space)  # (finite bounds, where the env's have none)
     cnn, obs_dim, action_dim = continuous_control(algorithm, opts, observation_space, action_space)
     pi, qf = opts.net_arch.get("pi", opts.hidden_sizes), opts.net_arch.get("qf", opts.hidden_sizes)
     actor = Actor(obs_dim, action_dim, pi, opts.activation)
