@@ -142,7 +142,10 @@ class ActorCritic(TensorDictModuleBase):
                 raise ConfigError("algo.share_encoder: false gives the critic an encoder of its own, which a recurrent policy's one LSTM cannot read")
             self.lstm = nn.LSTM(features, lstm_hidden_size, lstm_layers)
             for name, param in self.lstm.named_parameters():  # CleanRL's initialisation
-                nn.init.constant_(param, 0.0) if "bias" in name else nn.init.orthogonal_(param, 1.0)
+                if "bias" in name:
+                    nn.init.zeros_(param)
+                else:
+                    nn.init.orthogonal_(param, 1.0)
             self.in_keys = ["observation", "is_init", "recurrent_state_h", "recurrent_state_c"]
             handed: list[Any] = [("next", "recurrent_state_h"), ("next", "recurrent_state_c")]  # (tensordict types nested keys as 1-tuples)
             self.out_keys = [*out_keys, "recurrent_state_h", "recurrent_state_c", *handed]

@@ -67,6 +67,15 @@ def test_a_sequence_length_that_does_not_fit_the_batch_is_one_line(tmp_path: Pat
         trainer.train()
 
 
+def test_a_critic_encoder_of_its_own_is_refused_with_the_one_lstm() -> None:
+    from rl_plugin_nets import MLPEncoder
+    from rl_plugin_pg._policies import ActorCritic
+
+    encoders = {"encoder": MLPEncoder((4,), (8,)), "critic_encoder": MLPEncoder((4,), (8,))}
+    with pytest.raises(rlcore.ConfigError, match=r"^algo.share_encoder: false gives the critic an encoder of its own, which a recurrent policy's"):
+        ActorCritic((4,), 2, kind="categorical", lstm_hidden_size=8, **encoders)
+
+
 def test_a_recurrent_policy_learns_the_masked_task_it_is_given(tmp_path: Path) -> None:
     """Short, so only a sanity check: the learning itself is benchmarks/recurrent_ppo.py's."""
     trainer = _trainer(tmp_path, "algo.recurrent={hidden_size: 32}", "trainer.total_frames=4096", "algo.epochs=4")

@@ -32,6 +32,8 @@ class SACOptions(EncoderOptions):
     :param hidden_sizes: hidden layer widths of the actor and of each critic.
     :param net_arch: ``{pi: [..], qf: [..]}``: the actor's and the critics' own hidden widths, in place of ``hidden_sizes``.
     :param activation: the activation after each hidden layer.
+    :param share_encoder: the actor reads the critics' encoder (the CNN of images, ``network``), its features detached;
+        ``false``: an encoder of its own, initialised apart and trained by the actor's loss.
     :param init_alpha: the entropy temperature at the start.
     :param learn_alpha: learn the temperature so that the policy's entropy tracks ``target_entropy``; else keep ``init_alpha``.
     :param target_entropy: the entropy the temperature aims at; ``null``: minus the number of action dimensions.
@@ -48,6 +50,7 @@ class SACOptions(EncoderOptions):
     hidden_sizes: list[Annotated[int, Range(ge=1)]] = field(default_factory=lambda: [256, 256])
     net_arch: dict[Literal["pi", "qf"], list[Annotated[int, Range(ge=1)]]] = field(default_factory=dict)
     activation: Activation = "relu"
+    share_encoder: bool = True
     init_alpha: Annotated[float, Range(gt=0)] = 1.0
     learn_alpha: bool = True
     target_entropy: float | None = None

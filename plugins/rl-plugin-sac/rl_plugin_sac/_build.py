@@ -34,10 +34,12 @@ def build_loss(config: Mapping[str, Any], observation_space: Any, action_space: 
     pi, qf = opts.net_arch.get("pi", opts.hidden_sizes), opts.net_arch.get("qf", opts.hidden_sizes)
     actor = Actor(obs_dim, action_dim, pi, opts.activation, opts.log_std_min, opts.log_std_max)
     critic = TwinQ(obs_dim, action_dim, qf, opts.activation, encoder=cnn)
+    actor_encoder = None if cnn is None or opts.share_encoder else continuous_control("sac", opts, observation_space, action_space)[0]
     loss = SACLoss(
         actor,
         critic,
         action_space,
+        actor_encoder=actor_encoder,
         gamma=opts.gamma,
         init_alpha=opts.init_alpha,
         learn_alpha=opts.learn_alpha,

@@ -20,8 +20,9 @@ the two ``|y - Q_i|`` goes back as each item's priority.
 
 Image observations go through the critics' encoder first (``s`` above is its features): the
 critics' loss trains it, the actor reads its features detached, and the target critics have
-their own copy, moved with theirs (SAC-AE's and DrQ's arrangement). For vector observations
-the encoding is the observation itself.
+their own copy, moved with theirs (SAC-AE's and DrQ's arrangement); or, with an encoder of its own
+(``share_encoder: false``), the actor reads that one, trained by the actor's loss. For vector
+observations the encoding is the observation itself.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class SACLoss(OffPolicyLoss, nn.Module):
     :param target_entropy: the entropy the temperature aims at; default ``-action_dim``.
     :param n_step: steps of the n-step transitions (read by the replay hook).
     :param init_random_frames: random actions and no learning for this many frames (read by the replay hook).
+    :param actor_encoder: the actor's own encoder; ``None``: it reads the critics' features, detached.
     """
 
     def __init__(
@@ -59,6 +61,7 @@ class SACLoss(OffPolicyLoss, nn.Module):
         critic: TwinQ,
         action_space: Any,
         *,
+        actor_encoder: nn.Module | None = None,
         gamma: float = 0.99,
         init_alpha: float = 1.0,
         learn_alpha: bool = True,
@@ -69,9 +72,11 @@ class SACLoss(OffPolicyLoss, nn.Module):
         super().__init__()
         self.bounds = ActionBounds(action_space)
         self.actor = actor
+        self.actor_encoder = actor_encoder
         self.critic = critic
         self.target_critic = make_target(critic)
-        self.policy = RandomWarmup(SACPolicy(actor, self.bounds, critic.encoder), action_space, init_random_frames)
+        acting_encoder = critic.encoder if actor_encoder is None else actor_encoder
+        self.policy = RandomWarmup(SACPolicy(actor, self.bounds, acting_encoder), action_space, init_random_frames)
         self.log_alpha = nn.Parameter(torch.tensor(math.log(init_alpha)), requires_grad=learn_alpha)
         self.target_entropy = float(-action_space.shape[0] if target_entropy is None else target_entropy)
         self.gamma = gamma
@@ -82,20 +87,25 @@ class SACLoss(OffPolicyLoss, nn.Module):
         """``(critic, target_critic)``, for the ``target_updater`` hook."""
         return [(self.critic, self.target_critic)]
 
+    def _actor_reads(self, observation: torch.Tensor) -> torch.Tensor:
+        """What the actor reads of observations: its own encoder's features, or the critics' encoding."""
+        return self.critic.encode(observation) if self.actor_encoder is None else self.actor_encoder(observation)
+
     def forward(self, batch: TensorDictBase) -> TensorDict:
         """The critic, actor and temperature losses of a replay sample.
 
         :return: ``loss_qvalue``, ``loss_actor``, ``loss_alpha``, and ``alpha``, ``entropy``, ``q_value``,
             ``td_error`` to log.
         """
-        obs = self.critic.encode(batch.get("observation"))  # the observations, or the critics' encoder's features
+        observation = batch.get("observation")
+        obs = self.critic.encode(observation)  # the observations, or the critics' encoder's features
         action = self.bounds.to_unit(batch.get("action"))  # env bounds -> [-1, 1]
         alpha = self.log_alpha.detach().exp()
 
         # the critics' target, from the target critics and a fresh action at s'
         with torch.no_grad():
             next_obs = batch.get(("next", "observation"))
-            next_action, next_log_pi = self.actor.sample(self.critic.encode(next_obs))
+            next_action, next_log_pi = self.actor.sample(self._actor_reads(next_obs))
             next_q = self.target_critic.forward(self.target_critic.encode(next_obs), next_action).amin(0)  # [B, 1]
             target = bootstrap_target(batch, self.gamma, next_q - alpha * next_log_pi)
 
@@ -104,9 +114,9 @@ class SACLoss(OffPolicyLoss, nn.Module):
         summed, td_error = critics_loss(batch, q, target)  # (weighted, and new priorities sent back, when prioritized)
         loss_qvalue = 0.5 * summed
 
-        # the actor, through the critics' (detached) weights, on the (detached) encoding
+        # the actor, through the critics' (detached) weights, on the (detached) encoding, or on its own encoder's
         obs = obs.detach()
-        pi_action, log_pi = self.actor.sample(obs)
+        pi_action, log_pi = self.actor.sample(obs if self.actor_encoder is None else self.actor_encoder(observation))
         q_pi = self.critic.forward(obs, pi_action, self.critic.detached()).amin(0)
         loss_actor = (alpha * log_pi - q_pi).mean()
 

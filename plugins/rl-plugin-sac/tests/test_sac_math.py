@@ -182,6 +182,43 @@ def test_image_observations_go_through_a_cnn_the_critics_train_and_the_actor_rea
         rl_plugin_sac.build_sac({"encoder": "mlp"}, frames, ACTIONS)
 
 
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_an_actor_encoder_of_its_own_is_trained_by_the_actor_s_loss_alone(algo):
+    import importlib
+
+    import numpy as np
+
+    module = importlib.import_module(f"rl_plugin_{algo}")
+    frames = gymnasium.spaces.Box(0, 255, (40, 40, 3), np.uint8)
+    torch.manual_seed(0)
+    options = {"hidden_sizes": [16], "cnn_features": 32, "share_encoder": False, **({"policy_delay": 1} if algo == "td3" else {})}
+    loss = getattr(module, f"build_{algo}")(options, frames, ACTIONS)
+    actor_encoder, critic_encoder = loss.actor_encoder, loss.critic.encoder
+    assert actor_encoder is not None and actor_encoder is not critic_encoder
+    assert not torch.equal(next(actor_encoder.parameters()), next(critic_encoder.parameters()))  # initialised apart
+    policy = loss.policy.policy
+    assert policy.encoder is actor_encoder  # the policy acts through it
+    images = TensorDict(
+        {
+            "observation": torch.randint(0, 256, (8, 40, 40, 3), dtype=torch.uint8),
+            "action": torch.rand(8, 2) * 4 - 2,
+            "next": {
+                "observation": torch.randint(0, 256, (8, 40, 40, 3), dtype=torch.uint8),
+                "reward": torch.randn(8, 1),
+                "terminated": torch.zeros(8, 1, dtype=torch.bool),
+            },
+        },
+        batch_size=[8],
+    )
+    for key, own in {"loss_qvalue": set(loss.critic.parameters()), "loss_actor": {*loss.actor.parameters(), *actor_encoder.parameters()}}.items():
+        loss.zero_grad(set_to_none=True)
+        loss(images.clone())[key].backward()
+        assert {p for p in loss.parameters() if p.grad is not None and p.grad.abs().sum() > 0} == own, key
+    if algo == "td3":  # the target actor reads a target copy of it, moved with the target actor
+        pairs = loss.target_networks()
+        assert (actor_encoder, loss.target_actor_encoder) in pairs and loss.target_actor_encoder is not actor_encoder
+
+
 class _Unbounded(gymnasium.ActionWrapper):
     """Pendulum with an action space unbounded both ways (the env clips the torque to [-2, 2] itself)."""
 

@@ -41,6 +41,8 @@ class TD3Options(EncoderOptions):
     :param hidden_sizes: hidden layer widths of the actor and of each critic.
     :param net_arch: ``{pi: [..], qf: [..]}``: the actor's and the critics' own hidden widths, in place of ``hidden_sizes``.
     :param activation: the activation after each hidden layer.
+    :param share_encoder: the actor reads the critics' encoder (the CNN of images, ``network``), its features detached;
+        ``false``: an encoder of its own, initialised apart and trained by the actor's loss.
     :param twin: two critics and the clipped double-Q target ``min(Q'_1, Q'_2)`` (TD3); ``false``: one critic (DDPG).
     :param policy_delay: update the actor once every this many critic updates (TD3: 2; DDPG: 1); set
         ``hooks.target_updater.interval`` to the same, so that the targets move with the actor.
@@ -63,6 +65,7 @@ class TD3Options(EncoderOptions):
     hidden_sizes: list[Annotated[int, Range(ge=1)]] = field(default_factory=lambda: [256, 256])
     net_arch: dict[Literal["pi", "qf"], list[Annotated[int, Range(ge=1)]]] = field(default_factory=dict)
     activation: Activation = "relu"
+    share_encoder: bool = True
     twin: bool = True
     policy_delay: Annotated[int, Range(ge=1)] = 2
     target_noise: NonNegative = 0.2

@@ -65,12 +65,15 @@ def build_loss(
     pi, qf = opts.net_arch.get("pi", opts.hidden_sizes), opts.net_arch.get("qf", opts.hidden_sizes)
     actor = Actor(obs_dim, action_dim, pi, opts.activation)
     critic = TwinQ(obs_dim, action_dim, qf, opts.activation, encoder=cnn, critics=2 if opts.twin else 1)
-    policy = exploration(opts, DeterministicPolicy(actor, ActionBounds(action_space), critic.encoder), action_space)
+    actor_encoder = None if cnn is None or opts.share_encoder else continuous_control(algorithm, opts, observation_space, action_space)[0]
+    acting_encoder = critic.encoder if actor_encoder is None else actor_encoder
+    policy = exploration(opts, DeterministicPolicy(actor, ActionBounds(action_space), acting_encoder), action_space)
     return TD3Loss(
         actor,
         critic,
         policy,
         action_space,
+        actor_encoder=actor_encoder,
         gamma=opts.gamma,
         policy_delay=opts.policy_delay,
         target_noise=opts.target_noise,

@@ -39,7 +39,9 @@ buffer the critics' squared errors are weighted by the importance weights, and t
 Image observations go through the critics' encoder first (``s`` above is its features): the
 critics' loss trains it, the actor reads its features detached (the target actor those of the
 online encoder, without gradient), and the target critics have their own copy, moved with theirs
-(rl-plugin-sac's arrangement). For vector observations the encoding is the observation itself.
+(rl-plugin-sac's arrangement). With an encoder of its own (``share_encoder: false``) the actor reads
+that one, trained by the actor's loss, and the target actor a target copy of it, moved with the
+target actor. For vector observations the encoding is the observation itself.
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ class TD3Loss(OffPolicyLoss, nn.Module):
     :param noise_clip: the bound of the target smoothing noise.
     :param n_step: steps of the n-step transitions (read by the replay hook).
     :param init_random_frames: random actions and no learning for this many frames (read by the replay hook).
+    :param actor_encoder: the actor's own encoder (with a target copy, moved with the target actor); ``None``: it reads
+        the critics' features, detached.
     """
 
     def __init__(
@@ -80,6 +84,7 @@ class TD3Loss(OffPolicyLoss, nn.Module):
         policy: nn.Module,
         action_space: Any,
         *,
+        actor_encoder: nn.Module | None = None,
         gamma: float = 0.99,
         policy_delay: int = 2,
         target_noise: float = 0.2,
@@ -92,6 +97,8 @@ class TD3Loss(OffPolicyLoss, nn.Module):
         self.actor = actor
         self.critic = critic
         self.target_actor = make_target(actor)
+        self.actor_encoder = actor_encoder
+        self.target_actor_encoder = None if actor_encoder is None else make_target(actor_encoder)
         self.target_critic = make_target(critic)
         self.policy = policy
         self.gamma = gamma
@@ -104,8 +111,11 @@ class TD3Loss(OffPolicyLoss, nn.Module):
         self.updates = 0
 
     def target_networks(self) -> list[tuple[nn.Module, nn.Module]]:
-        """``(critic, target_critic)`` and ``(actor, target_actor)``, for the ``target_updater`` hook."""
-        return [(self.critic, self.target_critic), (self.actor, self.target_actor)]
+        """``(critic, target_critic)``, ``(actor, target_actor)`` (and the actor's encoder's), for the ``target_updater`` hook."""
+        pairs = [(self.critic, self.target_critic), (self.actor, self.target_actor)]
+        if self.actor_encoder is not None and self.target_actor_encoder is not None:
+            pairs.append((self.actor_encoder, self.target_actor_encoder))
+        return pairs
 
     def forward(self, batch: TensorDictBase) -> TensorDict:
         """The critics' loss of a replay sample, and the actor's at every ``policy_delay``-th call.
@@ -113,13 +123,15 @@ class TD3Loss(OffPolicyLoss, nn.Module):
         :return: ``loss_qvalue``, ``loss_actor`` (only when the actor is updated), and ``q_value``, ``td_error`` to log.
         """
         self.updates += 1
-        obs = self.critic.encode(batch.get("observation"))  # the observations, or the critics' encoder's features
+        observation = batch.get("observation")
+        obs = self.critic.encode(observation)  # the observations, or the critics' encoder's features
         action = self.bounds.to_unit(batch.get("action"))  # env bounds -> [-1, 1]
 
         # the critics' target: the target critics at the target actor's smoothed action
         with torch.no_grad():
             next_obs = batch.get(("next", "observation"))
-            next_action = self.target_actor(self.critic.encode(next_obs))
+            next_reads = self.critic.encode(next_obs) if self.target_actor_encoder is None else self.target_actor_encoder(next_obs)
+            next_action = self.target_actor(next_reads)
             if self.target_noise > 0:
                 noise = (torch.randn_like(next_action) * self.target_noise).clamp(-self.noise_clip, self.noise_clip)
                 next_action = (next_action + noise).clamp(-1.0, 1.0)
@@ -131,10 +143,12 @@ class TD3Loss(OffPolicyLoss, nn.Module):
         loss_qvalue, td_error = critics_loss(batch, q, target)  # (weighted, and new priorities sent back, when prioritized)
         out = {"loss_qvalue": loss_qvalue, "q_value": q.detach().mean(), "td_error": td_error.mean()}
 
-        # the actor, every policy_delay-th call only, through the first critic's (detached) weights on the (detached) encoding
+        # the actor, every policy_delay-th call only, through the first critic's (detached) weights on the (detached)
+        # encoding, or on its own encoder's
         if self.updates % self.policy_delay == 0:
             obs = obs.detach()
-            out["loss_actor"] = -self.critic.forward(obs, self.actor(obs), self.critic.detached())[0].mean()
+            pi_action = self.actor(obs if self.actor_encoder is None else self.actor_encoder(observation))
+            out["loss_actor"] = -self.critic.forward(obs, pi_action, self.critic.detached())[0].mean()
         return TensorDict(out, batch_size=[])
 
     def get_extra_state(self) -> dict[str, Any]:
