@@ -206,3 +206,21 @@ def test_a_single_env_that_saves_itself_continues_its_episodes_after_a_resume(tm
     trainer.train()
     assert whole.seen == [[0.0, 0.0], [16.0, 16.0], [32.0, 32.0]]  # 2 envs x 16 steps a batch, one episode
     assert resumed.seen == whole.seen[-1:]  # the third batch goes on from step 32, not from a fresh episode
+
+
+def test_dict_observations_are_a_tensordict_and_final_ones_are_kept_entry_by_entry():
+    import rlcore_testing.envs  # noqa: F401  (registers DictBandit)
+
+    env = make_vector_env("rlcore_testing.envs:DictBandit-v0", 3)  # one step an episode: every next observation is a final one
+    policy = TensorDictModule(lambda obs: torch.zeros(obs.shape[:1], dtype=torch.int64), ["observation"], ["action"])
+    collector = rlcore.Collector(env, policy, frames_per_batch=12)
+    collector.set_seed(5)
+    batch = collector.collect()
+    assert batch["observation", "image"].shape == (3, 4, 10, 10, 3) and batch["observation", "image"].dtype == torch.uint8
+    assert batch["observation", "flip"].shape == (3, 4, 1) and batch["next", "observation", "flip"].shape == (3, 4, 1)
+    assert batch["next", "done"].all()
+    final, following = batch["next", "observation", "image"][:, :-1], batch["observation", "image"][:, 1:]
+    assert not torch.equal(final, following)  # the episode's own last observation, not the reset one
+    state = collector.state_dict()
+    assert set(state["observation"]) == {"image", "flip"}  # a plain dict of tensors in the checkpoint
+    assert torch.equal(state["observation"]["flip"], collector.collect()["observation", "flip"][:, 0])  # where the next batch starts

@@ -173,3 +173,23 @@ def test_raw_observations_or_the_wrapped_env_s(cartpole_run: Path) -> None:
         normalise = env.transform  # the run's frozen normalisation
         env.close()
         assert policy.predict(rows)[0].tolist() == plain.predict(normalise(rows))[0].tolist()
+
+
+def test_dict_observations_one_or_a_batch(tmp_path: Path) -> None:
+    import rlcore_testing.envs  # noqa: F401  (registers DictBandit)
+
+    run = _train(tmp_path / "run", "ppo", "rlcore_testing.envs:DictBandit-v0", {}, frames=256)
+    with rlcore.load_policy(run) as policy:
+        space = policy.observation_space
+        rows = [space.sample() for _ in range(5)]
+        batch = {key: np.stack([row[key] for row in rows]) for key in ("image", "flip")}
+        actions, state = policy.predict(batch)
+        assert state is None and actions.shape == (5,)
+        assert [int(policy.predict(row)[0]) for row in rows] == actions.tolist()
+        inputs = TensorDict({key: torch.as_tensor(value) for key, value in batch.items()}, [5])
+        with torch.no_grad(), set_interaction_type(InteractionType.DETERMINISTIC):  # the module on the TensorDict of both entries
+            assert policy.module(TensorDict({"observation": inputs}, [5]))["action"].tolist() == actions.tolist()
+        with pytest.raises(ValueError, match=r"^predict: a Dict observation has the entries flip, image, got image$"):
+            policy.predict({"image": batch["image"]})
+        with pytest.raises(ValueError, match=r"^predict: the entries of a Dict observation are one observation in some and a batch in others$"):
+            policy.predict({"image": batch["image"], "flip": batch["flip"][0]})

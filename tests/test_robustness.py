@@ -409,7 +409,7 @@ def test_loggers_closing_in_their_own_thread_still_see_that_the_run_failed(tmp_p
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["--env", "FrozenLake-v1"], "algo.name: the pg algorithms need a Box observation space, the env has Discrete"),
+        (["--env", "FrozenLake-v1"], "algo.name: the pg algorithms need a Box or a Dict observation space, the env has Discrete"),
         (["--set", "env.wrappers={resize: {height: 64, width: 64}}"], "env.wrappers.resize: does not fit the env ("),
         (["--set", "env.wrappers={grayscale: {}}"], "env.wrappers.grayscale: does not fit the env ("),
         (

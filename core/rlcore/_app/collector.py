@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -35,8 +35,12 @@ def rewards_of_env(info: dict[str, Any], reward: Any) -> Any:
     return raw
 
 
-def to_tensor(array: Any, device: torch.device) -> torch.Tensor:
-    """A tensor on ``device`` sharing ``array``'s memory where it can; floating point becomes float32."""
+def to_tensor(array: Any, device: torch.device) -> Any:
+    """A tensor on ``device`` sharing ``array``'s memory where it can; floating point becomes float32. A mapping of
+    arrays (the observations of a ``Dict`` space) becomes a ``TensorDict`` of them, its batch size their first dimension."""
+    if isinstance(array, Mapping):
+        values = {key: to_tensor(value, device) for key, value in array.items()}
+        return TensorDict(values, batch_size=next(iter(values.values())).shape[:1], device=device)
     tensor = torch.from_numpy(array) if isinstance(array, np.ndarray) else torch.as_tensor(array)
     if tensor.dtype != torch.float32 and tensor.is_floating_point():
         tensor = tensor.float()
@@ -71,6 +75,20 @@ class Carry:
         handed: Any = step.pop("next") if "next" in step.keys() else {}
         self.state = dict(handed.items())
         return self.state
+
+
+def with_rows(batch: Any, values: list[Any], rows: np.ndarray) -> Any:
+    """A copy of a batch of observations (an array, or a mapping of them) with ``values`` in the rows ``rows``."""
+    if isinstance(batch, Mapping):
+        return {key: with_rows(part, [value[key] for value in values], rows) for key, part in batch.items()}
+    out = batch.copy()
+    out[rows] = np.stack(values)
+    return out
+
+
+def _plain(obs: Any) -> Any:
+    """Observations as a checkpoint holds them: a tensor, or a ``Dict`` space's as a plain dict of tensors."""
+    return obs.to_dict() if isinstance(obs, TensorDictBase) else obs
 
 
 #: ``observer(render, done)``: see :meth:`Collector.add_step_observer`.
@@ -181,9 +199,8 @@ class Collector:
                     observer(env.render, done)
                 self._obs = to_tensor(obs, device)
                 if "final_obs" in info:  # an episode ended (SAME_STEP autoreset): obs holds the reset observation
-                    next_obs = obs.copy()
-                    next_obs[done] = np.stack(info["final_obs"][done])
-                    next_obs_list.append(to_tensor(next_obs, device))
+                    rows = np.flatnonzero(done)
+                    next_obs_list.append(to_tensor(with_rows(obs, [info["final_obs"][i] for i in rows], rows), device))
                 else:
                     next_obs_list.append(self._obs)
                 rewards.append(reward)
@@ -230,7 +247,7 @@ class Collector:
 
         base = base_env(self.env)
         return {
-            "observation": None if self._obs is None else self._obs.clone(),  # not an inference tensor
+            "observation": None if self._obs is None else _plain(self._obs.clone()),  # not an inference tensor
             "episode_return": torch.from_numpy(self._episode_return.copy()),
             "episode_length": torch.from_numpy(self._episode_length.copy()),
             "envs": base.env_state() if self._obs is not None and hasattr(base, "env_state") else None,
@@ -254,7 +271,8 @@ class Collector:
             self._obs = None
             return
         base_env(self.env).load_env_state(state["envs"])
-        self._obs = state["observation"].to(self.device)
+        obs = state["observation"]
+        self._obs = (TensorDict(obs, batch_size=[self.num_envs]) if isinstance(obs, Mapping) else obs).to(self.device)
         self._carry.state = {key: value.to(self.device) for key, value in state.get("carried", {}).items()}
         self._episode_return = state["episode_return"].numpy().copy()
         self._episode_length = state["episode_length"].numpy().copy()

@@ -97,11 +97,10 @@ class Preprocessor:
         """Start every row's episode afresh at the next :meth:`observe` (the wrappers reset, their statistics kept)."""
         self._fresh = True
 
-    def observe(self, batch: np.ndarray, starts: np.ndarray) -> Any:
+    def observe(self, batch: Any, starts: np.ndarray) -> Any:
         """``batch`` (one raw observation per feed) through the wrappers; the episode of row ``i`` starts where ``starts[i]``."""
-        dtype = self.raw_observation_space.dtype
-        for feed, row, start in zip(self._feeds, batch, starts):
-            feed.observation, feed.starting = np.asarray(row, dtype=dtype), bool(start)
+        for i, (feed, start) in enumerate(zip(self._feeds, starts)):
+            feed.observation, feed.starting = _row(self.raw_observation_space, batch, i), bool(start)
         if self._fresh:
             self._fresh = False
             return self.env.reset()[0]
@@ -172,12 +171,10 @@ class Policy:
             (what a recurrent policy hands on: ``recurrent_state_h`` and ``recurrent_state_c`` of an LSTM), or ``None``.
         :raises ValueError: for an observation whose shape fits neither one observation nor a batch.
         """
-        as_torch = isinstance(observation, torch.Tensor)
-        batch = np.asarray(observation.detach().cpu() if as_torch else observation)
-        single = self._single(batch)
-        if single:
-            batch = batch[None]
-        n = len(batch)
+        values = observation.values() if isinstance(observation, Mapping) else [observation]
+        as_torch = any(isinstance(value, torch.Tensor) for value in values)
+        batch, single = _as_batch(self.observation_space, observation)
+        n = _rows(batch)
         given = None if episode_start is None else np.broadcast_to(np.asarray(episode_start, dtype=bool).reshape(-1), (n,))
         obs = batch if self._preprocessor is None else self._observe(batch, np.zeros(n, dtype=bool) if given is None else given)
         carry = Carry(self.module)
@@ -224,21 +221,48 @@ class Policy:
     def __repr__(self) -> str:
         return f"Policy({self.config['algo']['name']} on {self.config['env']['id']}, {self.frames} frames, {self.checkpoint.name})"
 
-    def _single(self, batch: np.ndarray) -> bool:
-        shape = tuple(self.observation_space.shape)
-        if batch.shape == shape:
-            return True
-        if batch.ndim == len(shape) + 1 and batch.shape[1:] == shape:
-            return False
-        dims = ", ".join(("N", *map(str, shape)))
-        raise ValueError(f"predict: an observation of shape {tuple(batch.shape)} fits neither one observation {shape} nor a batch ({dims})")
-
-    def _observe(self, batch: np.ndarray, starts: np.ndarray) -> Any:
+    def _observe(self, batch: Any, starts: np.ndarray) -> Any:
         assert self._preprocessor is not None
-        if self._preprocessor.num_envs != len(batch):
+        if self._preprocessor.num_envs != len(starts):
             self._preprocessor.close()
-            self._preprocessor = Preprocessor(self.config, self._pm, self._env_states, self._preprocessor.raw, len(batch))
+            self._preprocessor = Preprocessor(self.config, self._pm, self._env_states, self._preprocessor.raw, len(starts))
         return self._preprocessor.observe(batch, starts)
+
+
+def _as_batch(space: Any, observation: Any) -> tuple[Any, bool]:
+    """``observation`` (of ``space``, or a batch of them; a ``Dict``'s a mapping of its entries) as a batch of numpy arrays,
+    and whether it was one observation.
+
+    :raises ValueError: for one that fits neither one observation nor a batch, or a ``Dict``'s with other entries.
+    """
+    if isinstance(space, gymnasium.spaces.Dict):
+        if not isinstance(observation, Mapping) or set(observation) != set(space.spaces):
+            got = ", ".join(map(str, observation)) if isinstance(observation, Mapping) else type(observation).__name__
+            raise ValueError(f"predict: a Dict observation has the entries {', '.join(space.spaces)}, got {got}")
+        parts = {key: _as_batch(sub, observation[key]) for key, sub in space.spaces.items()}
+        if len({single for _, single in parts.values()}) > 1:
+            raise ValueError("predict: the entries of a Dict observation are one observation in some and a batch in others")
+        return {key: batch for key, (batch, _) in parts.items()}, next(iter(parts.values()))[1]
+    batch = np.asarray(observation.detach().cpu() if isinstance(observation, torch.Tensor) else observation)
+    shape = tuple(space.shape)
+    if batch.shape == shape:
+        return batch[None], True
+    if batch.ndim == len(shape) + 1 and batch.shape[1:] == shape:
+        return batch, False
+    dims = ", ".join(("N", *map(str, shape)))
+    raise ValueError(f"predict: an observation of shape {tuple(batch.shape)} fits neither one observation {shape} nor a batch ({dims})")
+
+
+def _rows(batch: Any) -> int:
+    """The rows of a batch of observations (a ``Dict``'s: of its entries)."""
+    return _rows(next(iter(batch.values()))) if isinstance(batch, Mapping) else len(batch)
+
+
+def _row(space: Any, batch: Any, i: int) -> Any:
+    """Row ``i`` of a batch of observations of ``space`` (a ``Dict``'s: a dict), in the space's dtype."""
+    if isinstance(space, gymnasium.spaces.Dict):
+        return {key: _row(sub, batch[key], i) for key, sub in space.spaces.items()}
+    return np.asarray(batch[i], dtype=space.dtype)
 
 
 def run_env(config: Mapping[str, Any], pm: PluginManager, env_states: Mapping[str, Any], num_envs: int = 1, **env_kwargs: Any) -> Any:

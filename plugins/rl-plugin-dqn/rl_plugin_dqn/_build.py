@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rl_plugin_nets import ENCODER_KEYS, image_encoder
+from rl_plugin_nets import ENCODER_KEYS, MultiInputEncoder, image_encoder
 from rlcore import ConfigError, validate_options
 
 from . import DQNOptions
@@ -37,11 +37,12 @@ def build_loss(config: Mapping[str, Any], observation_space: Any, action_space: 
     opts = parse_options(config)
     if not isinstance(action_space, spaces.Discrete):
         raise ConfigError(f"algo.name: dqn needs a Discrete action space, the env has {action_space}")
-    if not isinstance(observation_space, spaces.Box):
-        raise ConfigError(f"algo.name: dqn needs a Box observation space, the env has {type(observation_space).__name__}")
+    if not isinstance(observation_space, spaces.Box | spaces.Dict):
+        raise ConfigError(f"algo.name: dqn needs a Box or a Dict observation space, the env has {type(observation_space).__name__}")
     encoder = image_encoder(observation_space, **{key: getattr(opts, key) for key in ENCODER_KEYS}, action_space=action_space)
-    hidden = opts.net_arch.get("qf", [] if encoder is not None else opts.hidden_sizes)
-    qnet = QNetwork(int(np.prod(observation_space.shape)), int(action_space.n), hidden, opts.activation, opts.dueling, encoder)
+    encoded = encoder is not None and not isinstance(encoder, MultiInputEncoder)  # (a Dict's encoder hands on some entries as they are)
+    hidden = opts.net_arch.get("qf", [] if encoded else opts.hidden_sizes)
+    qnet = QNetwork(int(np.prod(observation_space.shape or ())), int(action_space.n), hidden, opts.activation, opts.dueling, encoder)
     kwargs = {f.name: getattr(opts, f.name) for f in fields(opts) if f.name not in (*NETWORK_KEYS, *TRAINING_KEYS)}
     kwargs["init_random_frames"] = kwargs["init_random_frames"] or 0
     loss = DQNLoss(qnet, action_space, **kwargs).to(device)

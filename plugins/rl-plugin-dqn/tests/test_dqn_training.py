@@ -90,14 +90,16 @@ def test_prioritized_n_step_dueling_run(tmp_path):
 
 
 @pytest.mark.slow
-def test_dqn_learns_to_read_images_through_the_cnn(tmp_path):
-    """On PixelBandit the side of a lit block decides the reward: only a Q-network that reads the image beats chance (0.5)."""
-    trainer = train(tmp_path, 3072, "env.id=rlcore_testing.envs:PixelBandit-v0")
-    assert type(trainer.loss_module.qnet.encoder).__name__ == "CNN"
+@pytest.mark.parametrize(("env_id", "encoder"), [("PixelBandit-v0", "CNN"), ("DictBandit-v0", "MultiInputEncoder")])
+def test_dqn_learns_to_read_its_observations_through_the_encoder(tmp_path, env_id, encoder):
+    """On PixelBandit the side of a lit block decides the reward, on DictBandit the side swapped by the flag of the Dict
+    observation's other entry: only a Q-network that reads all of its observation beats chance (0.5)."""
+    trainer = train(tmp_path, 3072, f"env.id=rlcore_testing.envs:{env_id}")
+    assert type(trainer.loss_module.qnet.encoder).__name__ == encoder
     env = trainer.make_env(num_envs=1)
     returns = rlcore.evaluate(trainer.loss_module.policy, env, episodes=40, seed=1)["returns"]
     env.close()
-    assert sum(returns) / 40 >= 0.95, returns
+    assert sum(returns) / 40 >= 0.9, returns
 
 
 def test_evaluation_is_deterministic(tmp_path):

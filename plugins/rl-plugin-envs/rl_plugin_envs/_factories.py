@@ -25,17 +25,23 @@ def normalize_observation(env: Any, epsilon: PositiveFloat = 1e-8, clip: Positiv
     """
     from ._normalize import NormalizeObservation
 
-    _warn_if_images("normalize_observation", env)
+    _normalizable("normalize_observation", env)
     return NormalizeObservation(env, epsilon=epsilon, clip=clip)
 
 
-def _warn_if_images(name: str, env: Any) -> None:
-    """Say that normalised images are floats, which the algorithms' ``encoder: auto`` gives an MLP rather than a CNN."""
+def _normalizable(name: str, env: Any) -> None:
+    """Refuse an observation space that is no ``Box`` (a ``Dict``'s); say that normalised images are floats, which the
+    algorithms' ``encoder: auto`` gives an MLP rather than a CNN."""
     import warnings
 
     import numpy as np
+    from gymnasium import spaces
+
+    from rlcore import ConfigError
 
     space = env.single_observation_space
+    if not isinstance(space, spaces.Box):
+        raise ConfigError(f"env.wrappers.{name}: normalises Box observations, the env's are {type(space).__name__}: {space}")
     if len(space.shape) >= 2 and (np.issubdtype(space.dtype, np.integer) or space.dtype == bool):
         warnings.warn(
             f"env.wrappers.{name}: normalised, the {space.dtype} images {tuple(space.shape)} become floats, which the algorithms' "
@@ -91,8 +97,8 @@ def fixed_normalize_observation(
         raise ConfigError(f"{key}.source: loc and scale are given, so source must be 'given' (it is {shown(source)})")
     if source == "given" and np.any(np.asarray(scale, dtype=np.float64) <= 0):
         raise ConfigError(f"{key}.scale: expected numbers > 0, got {shown(scale)}")
+    _normalizable("fixed_normalize_observation", env)
     space = env.single_observation_space
-    _warn_if_images("fixed_normalize_observation", env)
     if source == "bounds" and not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high)) and np.all(space.high > space.low)):
         raise ConfigError(f"{key}.source: 'bounds' needs finite observation bounds, and {space} has none (valid choices: rollout, given)")
     try:

@@ -397,3 +397,12 @@ def test_returns_stay_in_the_envs_scale_with_a_reward_wrapper_inside_frame_skip(
     plain.close()
     # CartPole's +1 a frame, every frame of the skips counted, the last step's too (its env's info comes in final_info)
     assert sorted(report["returns"]) == sorted(float(n) for n in frames) and all(r > 2 * n for r, n in zip(report["returns"], report["lengths"], strict=True))
+
+
+@pytest.mark.parametrize("name", ["normalize_observation", "fixed_normalize_observation"])
+def test_normalising_dict_observations_is_refused_in_one_line(tmp_path, name) -> None:
+    import rlcore_testing.envs  # noqa: F401  (registers DictBandit)
+
+    config = rlcore.load_config(overrides=["algo.name=ppo", "env.id=rlcore_testing.envs:DictBandit-v0", f"env.wrappers.{name}={{}}", "trainer.total_frames=64"])
+    with pytest.raises(rlcore.ConfigError, match=rf"^env.wrappers.{name}: normalises Box observations, the env's are Dict: Dict\('flip'"):
+        rlcore.build_trainer(config, run_dir=tmp_path / "run")

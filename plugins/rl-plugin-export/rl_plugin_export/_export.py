@@ -14,7 +14,7 @@ import contextlib
 import io
 import logging
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,9 @@ def export_policy(
     state = [str(key) for key in getattr(policy.module, "in_keys", ["observation"]) if key != "observation"]
     if state:
         raise ConfigError(f"rlctl export: the policy ({name}) reads {', '.join(state)} besides the observation (a recurrent state), which the file cannot hold")
+    entries = getattr(policy.observation_space, "spaces", None)
+    if isinstance(entries, Mapping):
+        raise ConfigError(f"rlctl export: the policy ({name}) reads a Dict observation ({', '.join(entries)}), and the file takes one tensor")
     path = Path(output) if output is not None else policy.run_dir / FORMATS[format]
     env = policy.make_env(1)
     try:

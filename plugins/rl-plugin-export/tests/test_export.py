@@ -185,10 +185,20 @@ def test_bad_arguments_are_one_line_errors(runs: dict[str, Path], tmp_path: Path
     assert result.stderr.splitlines() == [f"rlctl: error: {tmp_path / 'config.yaml'}: cannot read config file (No such file or directory)"]
 
 
-def test_a_recurrent_policy_is_refused_in_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("algo", "env_id", "what"),
+    [
+        ({"recurrent": {"hidden_size": 8}}, "CartPole-v1", "reads is_init, recurrent_state_h, recurrent_state_c besides the observation (a recurrent state), "
+         "which the file cannot hold"),
+        ({}, "rlcore_testing.envs:DictBandit-v0", "reads a Dict observation (flip, image), and the file takes one tensor"),
+    ],
+)  # fmt: skip
+def test_what_the_file_cannot_hold_is_refused_in_one_line(tmp_path: Path, algo: dict[str, Any], env_id: str, what: str) -> None:
+    import rlcore_testing.envs  # noqa: F401  (registers DictBandit)
+
     config = {
-        "algo": {"name": "ppo", "recurrent": {"hidden_size": 8}},
-        "env": {"id": "CartPole-v1", "num_envs": 2},
+        "algo": {"name": "ppo", **algo},
+        "env": {"id": env_id, "num_envs": 2},
         "collector": {"frames_per_batch": 64},
         "trainer": {"total_frames": 64, "progress_bar": False},
         "loggers": {},
@@ -196,7 +206,4 @@ def test_a_recurrent_policy_is_refused_in_one_line(tmp_path: Path) -> None:
     rlcore.build_trainer(config, tmp_path / "run").train()
     result = run_rlctl("export", str(tmp_path / "run"), env={"RLCORE_TRACEBACK": "0"})
     assert result.returncode == 2 and not list((tmp_path / "run").glob("policy.*"))
-    assert result.stderr.splitlines() == [
-        "rlctl: error: rlctl export: the policy (ActorCritic) reads is_init, recurrent_state_h, recurrent_state_c besides the observation "
-        "(a recurrent state), which the file cannot hold"
-    ]
+    assert result.stderr.splitlines() == [f"rlctl: error: rlctl export: the policy (ActorCritic) {what}"]

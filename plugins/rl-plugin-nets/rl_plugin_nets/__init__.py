@@ -11,6 +11,7 @@
 ``ENCODER_KEYS``               ``None`` where it keeps its MLPs
 :class:`MLPEncoder`,           flattened observations through an MLP; observations of any dtype as float32
 :func:`float_observations`     (``uint8`` scaled by 1/255), for networks that take them flat
+:class:`MultiInputEncoder`     ``Dict`` observations: a CNN per image entry, the others flattened, concatenated
 :class:`MLP`, ``ACTIVATIONS``  the MLP of every algorithm: one ``addmm`` per layer, ReLU and tanh in
 ``Activation``                 place; the activations by name, and the type of an ``activation`` option
 :func:`linear_parameter`       a weight or bias initialised as ``torch.nn.Linear``'s
@@ -77,7 +78,7 @@ if TYPE_CHECKING:
     from ._actions import ActionBounds, ActorPolicy, acting_space, continuous_control
     from ._cnn import CNN, NATURE, SMALL, NatureCNN
     from ._critics import TwinQ
-    from ._encoders import ENCODERS, MLPEncoder, UserEncoder, encoder_for, float_observations, image_encoder
+    from ._encoders import ENCODERS, MLPEncoder, MultiInputEncoder, UserEncoder, encoder_for, float_observations, image_encoder
     from ._mlp import ACTIVATIONS, MLP, linear_parameter
     from ._spaces import ImageLayout, image_layout, is_image_space
 
@@ -93,6 +94,7 @@ _LAZY = {
     "TwinQ": "._critics",
     "ENCODERS": "._encoders",
     "MLPEncoder": "._encoders",
+    "MultiInputEncoder": "._encoders",
     "UserEncoder": "._encoders",
     "float_observations": "._encoders",
     "MLP": "._mlp",
@@ -107,7 +109,7 @@ _LAZY = {
 
 __all__ = [
     "ACTIVATIONS", "CNN", "ENCODERS", "ENCODER_KEYS", "MLP", "NATURE", "SMALL", "ActionBounds", "Activation", "ActorPolicy", "EncoderKind", "EncoderOptions",
-    "ImageLayout", "MLPEncoder", "NatureCNN", "TwinQ", "UserEncoder", "acting_space",
+    "ImageLayout", "MLPEncoder", "MultiInputEncoder", "NatureCNN", "TwinQ", "UserEncoder", "acting_space",
     "continuous_control", "encoder_for", "float_observations", "image_encoder",
     "image_layout", "is_image_space", "linear_parameter",
 ]  # fmt: skip

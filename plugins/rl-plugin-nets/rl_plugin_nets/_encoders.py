@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 import numpy as np
 import torch
@@ -127,7 +127,8 @@ def image_encoder(
 
     ``network`` (an import path) gives the user's own module (:class:`UserEncoder`). Otherwise ``auto`` gives a CNN
     for image spaces (:func:`is_image_space`), ``cnn`` a CNN for any image-shaped box, ``mlp`` none. The ``cnn_*``
-    keys are :func:`encoder_for`'s.
+    keys are :func:`encoder_for`'s. A ``Dict`` space always gets a :class:`MultiInputEncoder` (its images through CNNs,
+    unless ``mlp``).
 
     :param observation_space: the single env's observation space.
     :param encoder: ``auto``, ``mlp`` or ``cnn``.
@@ -136,12 +137,17 @@ def image_encoder(
     :raises rlcore.ConfigError: ``algo.encoder: ...`` for an unknown kind, or when no CNN fits the space;
         ``algo.network: ...`` for a factory that cannot be imported or gives no fitting module.
     """
+    from gymnasium import spaces
+
     from rlcore import ConfigError, shown
 
     if network is not None:
         return UserEncoder.build(network, observation_space, action_space)
     if encoder not in ENCODERS:
         raise ConfigError(f"algo.encoder: unknown value {shown(encoder)} (valid choices: {', '.join(ENCODERS)})")
+    if isinstance(observation_space, spaces.Dict):
+        sizes = {"cnn_channels": cnn_channels, "cnn_kernels": cnn_kernels, "cnn_strides": cnn_strides, "cnn_features": cnn_features}
+        return MultiInputEncoder(observation_space, images=encoder != "mlp", **sizes)
     if encoder == "mlp" or (encoder == "auto" and not is_image_space(observation_space)):
         return None
     try:
@@ -152,6 +158,40 @@ def image_encoder(
         raise ConfigError(f"algo.{err}" if str(err).startswith("cnn_") else f"algo.encoder: {err}") from None
     assert isinstance(cnn, CNN)
     return cnn
+
+
+class MultiInputEncoder(nn.Module):
+    """The encoder of a ``Dict`` observation space (SB3's ``CombinedExtractor``): each image entry through a CNN of its
+    own (:func:`encoder_for`), every other entry flattened, all concatenated in the space's key order:
+    ``TensorDict [...] -> [..., out_dim]``.
+
+    :param observation_space: a Gymnasium ``Dict`` of ``Box`` entries.
+    :param images: image entries (:func:`is_image_space`) through CNNs; ``False``: flattened as the others.
+    :param cnn_options: :func:`encoder_for`'s ``cnn_*`` keywords, for every CNN.
+    :raises rlcore.ConfigError: naming the entry that is no ``Box``, or whose CNN does not fit.
+    """
+
+    def __init__(self, observation_space: Any, images: bool = True, **cnn_options: Any) -> None:
+        from gymnasium import spaces
+
+        from rlcore import ConfigError
+
+        super().__init__()
+        encoders: dict[str, nn.Module] = {}
+        for key, space in observation_space.spaces.items():
+            if not isinstance(space, spaces.Box):
+                raise ConfigError(f"algo.encoder: the Dict observation's entry {key!r} is {space}; the encoder reads Box entries only")
+            try:
+                encoders[key] = encoder_for(space, "cnn", **cnn_options) if images and is_image_space(space) else MLPEncoder(space.shape, ())
+            except ValueError as err:
+                raise ConfigError(f"algo.{err}" if str(err).startswith("cnn_") else f"algo.encoder: entry {key!r}: {err}") from None
+        self.keys = list(encoders)
+        self.encoders = nn.ModuleDict(encoders)
+        self.out_dim = sum(int(cast(int, encoder.out_dim)) for encoder in encoders.values())
+
+    def forward(self, obs: Any) -> torch.Tensor:
+        """Features ``[..., out_dim]`` of a ``TensorDict`` of observations ``[...]``."""
+        return torch.cat([self.encoders[key](obs.get(key)) for key in self.keys], dim=-1)
 
 
 class UserEncoder(nn.Module):
@@ -208,4 +248,4 @@ class UserEncoder(nn.Module):
         return cls(module, shape, int(features.shape[1]))
 
 
-__all__ = ["ENCODERS", "MLPEncoder", "UserEncoder", "encoder_for", "image_encoder"]
+__all__ = ["ENCODERS", "MLPEncoder", "MultiInputEncoder", "UserEncoder", "encoder_for", "image_encoder"]

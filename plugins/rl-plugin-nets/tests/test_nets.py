@@ -8,7 +8,7 @@ import torch
 from gymnasium import spaces
 
 import rlcore
-from rl_plugin_nets import CNN, MLPEncoder, NatureCNN, encoder_for, image_layout, is_image_space
+from rl_plugin_nets import CNN, MLPEncoder, MultiInputEncoder, NatureCNN, encoder_for, image_encoder, image_layout, is_image_space
 
 
 @pytest.mark.parametrize(
@@ -107,3 +107,23 @@ def test_the_mlp_initialises_as_linear_or_as_cleanrl_and_activates_a_trunk_last(
     assert (trunk(torch.randn(100, 4)) >= 0).all() and (MLP([4, 8], "relu")(torch.randn(100, 4)) < 0).any()
     with pytest.raises(ValueError, match="unknown activation 'sigmoid'; valid choices: relu, tanh"):
         MLP([4, 8], "sigmoid")
+
+
+def test_a_dict_space_gets_a_cnn_per_image_entry_and_the_others_flattened() -> None:
+    from tensordict import TensorDict
+
+    space = spaces.Dict({"image": spaces.Box(0, 255, (10, 10, 3), np.uint8), "goal": spaces.Box(-1, 1, (2, 2), np.float32)})
+    encoder = image_encoder(space, cnn_features=16)
+    assert isinstance(encoder, MultiInputEncoder) and encoder.keys == ["goal", "image"]  # (Gymnasium sorts a Dict's keys)
+    assert isinstance(encoder.encoders["image"], CNN) and isinstance(encoder.encoders["goal"], MLPEncoder)
+    assert encoder.out_dim == 16 + 4
+    rows = [space.sample() for _ in range(6)]
+    obs = TensorDict({key: torch.as_tensor(np.stack([row[key] for row in rows])) for key in ("image", "goal")}, [6])
+    features = encoder(obs)
+    assert features.shape == (6, 20)
+    torch.testing.assert_close(features[:, :4], obs["goal"].reshape(6, 4))  # the vector entry as it is
+    torch.testing.assert_close(encoder(obs.reshape(2, 3)).reshape(6, 20), features)  # any leading dimensions
+    flat = image_encoder(space, "mlp")
+    assert isinstance(flat, MultiInputEncoder) and flat.out_dim == 4 + 300  # encoder: mlp flattens the image too
+    with pytest.raises(rlcore.ConfigError, match=r"^algo.encoder: the Dict observation's entry 'n' is Discrete\(3\); the encoder reads Box entries only"):
+        image_encoder(spaces.Dict({"n": spaces.Discrete(3)}))

@@ -238,7 +238,7 @@ class PolicyGradientLoss(nn.Module):
             order = torch.randperm(rows, device=device)
             keys = ["observation", self.policy.action_key, "sample_log_prob", "state_value", "advantage", "value_target"]
             keys += ["is_init", "recurrent_state_h", "recurrent_state_c"] if self.recurrent else []
-            columns = {key: batch.get(key).index_select(0, order).split(sizes) for key in keys}
+            columns = {key: batch.get(key)[order].split(sizes) for key in keys}  # (a Dict's observations: a TensorDict)
             self._minibatches = [
                 TensorDict({key: parts[i] for key, parts in columns.items()}, batch_size=[size], device=device, non_blocking=False)
                 for i, size in enumerate(sizes)

@@ -47,7 +47,7 @@ from tensordict import TensorDictBase
 from tensordict.nn import InteractionType, TensorDictModuleBase, interaction_type
 from torch import nn
 
-from rl_plugin_nets import MLP, float_observations
+from rl_plugin_nets import MLP, MultiInputEncoder, float_observations
 from rlcore import ConfigError
 
 ACTION_BOUNDS = ("clip", "tanh")
@@ -134,7 +134,8 @@ class ActorCritic(TensorDictModuleBase):
         self.encoder, self.critic_encoder = encoder, critic_encoder
         self.trunk = MLP([obs_dim, *hidden_sizes], activation, init="orthogonal", activate_last=True) if shared_trunk and encoder is None else None
         arch = dict(net_arch or {})
-        encoded = encoder is not None or self.trunk is not None
+        # (a Dict's encoder hands on some entries as they are: the heads keep their hidden layers to mix them)
+        encoded = (encoder is not None and not isinstance(encoder, MultiInputEncoder)) or self.trunk is not None
         features = cast(int, encoder.out_dim) if encoder is not None else self.trunk.out_dim if self.trunk is not None else obs_dim
         self.lstm: nn.LSTM | None = None
         if lstm_hidden_size is not None:
@@ -236,15 +237,15 @@ class ActorCritic(TensorDictModuleBase):
         if self.lstm is None:
             out = self.actor(tensordict.get("observation"))
         else:
-            obs = tensordict.get("observation")
+            features = self._features(tensordict.get("observation"))
             h, c = (tensordict.get(key, None) for key in ("recurrent_state_h", "recurrent_state_c"))
             if h is None or c is None:
-                h = c = obs.new_zeros((obs.shape[0], self.lstm.num_layers, self.lstm.hidden_size), dtype=torch.float32)
+                h = c = features.new_zeros((features.shape[0], self.lstm.num_layers, self.lstm.hidden_size))
             is_init = tensordict.get("is_init", None)
             if is_init is not None:  # the rows that begin an episode begin from zeros
                 keep = (~is_init).to(h.dtype).unsqueeze(-1)
                 h, c = h * keep, c * keep
-            hidden, next_h, next_c = self._remember(self._features(obs), h, c)
+            hidden, next_h, next_c = self._remember(features, h, c)
             out = self.actor_net.forward(hidden)
             tensordict.update({"recurrent_state_h": h, "recurrent_state_c": c, "next": {"recurrent_state_h": next_h, "recurrent_state_c": next_c}})
         random = sampling()
@@ -347,7 +348,8 @@ def make_actor_critic(
 ) -> ActorCritic:
     """Build an :class:`ActorCritic` for Gymnasium spaces.
 
-    :param observation_space: a ``Box`` observation space (flattened for the MLPs).
+    :param observation_space: a ``Box`` observation space (flattened for the MLPs), or a ``Dict`` of them (rl-plugin-nets'
+        ``MultiInputEncoder``: a CNN per image entry, the others flattened).
     :param action_space: a ``Discrete``, ``MultiDiscrete``, ``MultiBinary`` or one-dimensional ``Box`` action space.
     :param encoder: ``auto`` (a CNN for image spaces, see ``rl_plugin_nets.encoder_for``), ``mlp`` or ``cnn``.
     :param cnn_channels: output channels of each convolution (default: Nature's, or MinAtar's for small images).
@@ -362,8 +364,8 @@ def make_actor_critic(
     """
     from gymnasium import spaces
 
-    if not isinstance(observation_space, spaces.Box):
-        raise ConfigError(f"algo.name: the pg algorithms need a Box observation space, the env has {type(observation_space).__name__}")
+    if not isinstance(observation_space, spaces.Box | spaces.Dict):
+        raise ConfigError(f"algo.name: the pg algorithms need a Box or a Dict observation space, the env has {type(observation_space).__name__}")
     from rl_plugin_nets import image_encoder
 
     make_encoder = partial(
@@ -385,7 +387,7 @@ def make_actor_critic(
     if recurrent is not None:
         options["lstm_hidden_size"] = recurrent.get("hidden_size", RECURRENT["hidden_size"])
         options["lstm_layers"] = recurrent.get("num_layers", RECURRENT["num_layers"])
-    obs_shape = observation_space.shape
+    obs_shape = observation_space.shape or ()  # (a Dict's observations go through its encoder alone)
     if isinstance(action_space, spaces.Discrete):
         return ActorCritic(obs_shape, int(action_space.n), kind="categorical", **options)
     if isinstance(action_space, spaces.MultiDiscrete) and len(action_space.shape) == 1 and not np.any(action_space.start):

@@ -149,7 +149,7 @@ def test_unsupported_spaces_are_refused():
         make_actor_critic(spaces.Box(-1, 1, (3,)), spaces.Box(-1, 1, (2, 2)))
     with pytest.raises(rlcore.ConfigError, match=r"the env has MultiDiscrete\(\[\[2 2\]"):
         make_actor_critic(spaces.Box(-1, 1, (3,)), spaces.MultiDiscrete([[2, 2]]))
-    with pytest.raises(rlcore.ConfigError, match=r"^algo\.name: the pg algorithms need a Box observation space, the env has Discrete$"):
+    with pytest.raises(rlcore.ConfigError, match=r"^algo\.name: the pg algorithms need a Box or a Dict observation space, the env has Discrete$"):
         make_actor_critic(spaces.Discrete(16), spaces.Discrete(4))
     with pytest.raises(ValueError, match="unknown activation"):
         make_actor_critic(spaces.Box(-1, 1, (3,)), spaces.Discrete(2), activation="swishy")
@@ -177,22 +177,24 @@ def test_image_observations_get_the_cnn_and_vectors_the_mlps():
 
 
 @pytest.mark.slow
-def test_ppo_learns_to_read_images_through_the_cnn(tmp_path):
-    """On PixelBandit the side of a lit block decides the reward: only a policy that reads the image beats chance (0.5)."""
+@pytest.mark.parametrize(("env_id", "encoder"), [("PixelBandit-v0", "CNN"), ("DictBandit-v0", "MultiInputEncoder")])
+def test_ppo_learns_to_read_its_observations_through_the_encoder(tmp_path, env_id, encoder):
+    """On PixelBandit the side of a lit block decides the reward, on DictBandit the side swapped by the flag of the Dict
+    observation's other entry: only a policy that reads all of its observation beats chance (0.5)."""
     import rlcore
 
     config = rlcore.load_config(
-        overrides=["algo.name=ppo", "env.id=rlcore_testing.envs:PixelBandit-v0", "trainer.total_frames=8192", "collector.frames_per_batch=512",
+        overrides=["algo.name=ppo", f"env.id=rlcore_testing.envs:{env_id}", "trainer.total_frames=8192", "collector.frames_per_batch=512",
                    "trainer.progress_bar=false", "loggers={csv: null, console: null}", "trainer.seed=0"]
-    )
+    )  # fmt: skip
     trainer = rlcore.build_trainer(config, run_dir=tmp_path / "run")
-    assert type(trainer.loss_module.policy.encoder).__name__ == "CNN"
+    assert type(trainer.loss_module.policy.encoder).__name__ == encoder
     env = trainer.make_env(num_envs=1)
     untrained = rlcore.evaluate(trainer.loss_module.policy, env, episodes=40, seed=1)["returns"]
     trainer.train()
     trained = rlcore.evaluate(trainer.loss_module.policy, env, episodes=40, seed=1)["returns"]
     env.close()
-    assert sum(untrained) / 40 <= 0.75 and sum(trained) / 40 >= 0.95, (untrained, trained)
+    assert sum(untrained) / 40 <= 0.75 and sum(trained) / 40 >= 0.9, (untrained, trained)
 
 
 class PushedByTheFirstEntry(gymnasium.ActionWrapper):

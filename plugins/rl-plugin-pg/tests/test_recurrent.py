@@ -60,6 +60,15 @@ def test_the_sequences_replay_the_collection_exactly(tmp_path: Path) -> None:
     assert losses["kl_approx"].abs() < 1e-6 and losses["clip_fraction"] == 0  # the ratio is 1 before the first step
 
 
+def test_a_recurrent_policy_reads_dict_observations_through_its_encoder(tmp_path: Path) -> None:
+    import rlcore_testing.envs  # noqa: F401  (registers DictBandit)
+
+    dict_env = ["env.id=rlcore_testing.envs:DictBandit-v0", "env.wrappers.mask_observation=null"]
+    trainer = _trainer(tmp_path, *dict_env, "algo.recurrent={hidden_size: 8, seq_len: 8}", "trainer.total_frames=256")
+    trainer.train()
+    assert type(trainer.loss_module.policy.encoder).__name__ == "MultiInputEncoder" and trainer.optim_steps > 0
+
+
 def test_a_sequence_length_that_does_not_fit_the_batch_is_one_line(tmp_path: Path) -> None:
     trainer = _trainer(tmp_path, "algo.recurrent={seq_len: 5}", "trainer.total_frames=256")
     message = r"^algo.recurrent.seq_len: 5 must divide each env's 32 steps of a batch and leave at least algo.minibatches=1"

@@ -80,19 +80,26 @@ def test_sac_from_pixels(tmp_path):
 
 
 @pytest.mark.slow
-def test_sac_learns_to_read_images_through_the_cnn(tmp_path):
-    """On PixelBanditContinuous the side of a lit block sets the best action (-0.5 or 0.5): only an actor that reads the
-    image earns about 1 an episode, where acting 0 earns 0.5."""
+@pytest.mark.parametrize(
+    ("algo", "env_id", "encoder", "frames"),
+    [("sac", "PixelBanditContinuous-v0", "CNN", 1500), ("sac", "DictBanditContinuous-v0", "MultiInputEncoder", 2000),
+     ("td3", "DictBanditContinuous-v0", "MultiInputEncoder", 2000)],
+)  # fmt: skip
+def test_an_actor_learns_to_read_its_observations_through_the_encoder(tmp_path, algo, env_id, encoder, frames):
+    """On PixelBanditContinuous the side of a lit block sets the best action (-0.5 or 0.5), on DictBanditContinuous the
+    side swapped by the flag of the Dict observation's other entry: only an actor that reads all of its observation earns
+    about 1 an episode, where acting 0 earns 0.5."""
+    pytest.importorskip(f"rl_plugin_{algo}")
     torch.set_num_threads(1)
     config = rlcore.load_config(
-        algo={"name": "sac", "hidden_sizes": [32], "init_random_frames": 64, "cnn_features": 32},
-        env={"id": "rlcore_testing.envs:PixelBanditContinuous-v0"},
-        trainer={"total_frames": 1500, "seed": 2, "progress_bar": False},
-        hooks={"replay_buffer": {"capacity": 2000, "batch_size": 32}},
+        algo={"name": algo, "hidden_sizes": [32], "init_random_frames": 64, "cnn_features": 32},
+        env={"id": f"rlcore_testing.envs:{env_id}"},
+        trainer={"total_frames": frames, "seed": 2, "progress_bar": False},
+        hooks={"replay_buffer": {"capacity": 4000, "batch_size": 32}},
         loggers={"console": None},
     )
     trainer = rlcore.build_trainer(config, run_dir=tmp_path)
-    assert type(trainer.loss_module.critic.encoder).__name__ == "CNN"
+    assert type(trainer.loss_module.critic.encoder).__name__ == encoder
     trainer.train()
     env = trainer.make_env(num_envs=1)
     returns = rlcore.evaluate(trainer.loss_module.policy, env, episodes=40, seed=1)["returns"]
