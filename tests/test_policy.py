@@ -193,3 +193,34 @@ def test_dict_observations_one_or_a_batch(tmp_path: Path) -> None:
             policy.predict({"image": batch["image"]})
         with pytest.raises(ValueError, match=r"^predict: the entries of a Dict observation are one observation in some and a batch in others$"):
             policy.predict({"image": batch["image"], "flip": batch["flip"][0]})
+
+
+@pytest.mark.slow
+def test_an_atari_run_acts_on_its_own_preprocessed_env(tmp_path: Path) -> None:
+    """Atari preprocessing reads the emulator's screen at every skipped frame (a max over the last two): no function of a
+    raw env's observations rebuilds it, so predict takes the observations of the run's own env, as SB3's predict does."""
+    pytest.importorskip("ale_py")
+    pytest.importorskip("cv2")
+    wrappers = {"atari": {"noop_max": 0}, "frame_stack": {"stack_size": 4}}
+    config = {
+        "algo": {"name": "ppo", "epochs": 1},
+        "env": {"id": "ALE/Pong-v5", "num_envs": 2, "wrappers": wrappers, "kwargs": {"repeat_action_probability": 0.0}},
+        "collector": {"frames_per_batch": 64},
+        "trainer": {"total_frames": 64, "seed": 1, "progress_bar": False},
+        "loggers": {},
+    }
+    rlcore.build_trainer(config, tmp_path / "run").train()
+    with pytest.raises(rlcore.ConfigError, match=r"^load_policy: .*atari.*: it cannot take given observations; load_policy\(\.\.\., preprocess=False\)"):
+        rlcore.load_policy(tmp_path / "run")
+    with rlcore.load_policy(tmp_path / "run", preprocess=False) as policy:
+        assert policy.observation_space.shape == (4, 84, 84)
+        env = policy.make_env(1)
+        obs, _ = env.reset(seed=0)
+        try:
+            for _ in range(50):
+                action, _ = policy.predict(obs)
+                inside, _ = _inside(policy, obs, {}, False)
+                assert action.tolist() == inside.tolist()
+                obs, *_ = env.step(action)
+        finally:
+            env.close()
