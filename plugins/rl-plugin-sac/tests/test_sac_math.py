@@ -131,6 +131,29 @@ def test_importance_weights_scale_the_critic_loss():
     assert loss(weighted)["loss_qvalue"].item() == pytest.approx(0.5 * plain.item(), rel=1e-5)
 
 
+def image_batch(n: int = 8) -> TensorDict:
+    """A replay sample of 40 x 40 RGB frames and actions in [-2, 2]."""
+    return TensorDict(
+        {
+            "observation": torch.randint(0, 256, (n, 40, 40, 3), dtype=torch.uint8),
+            "action": torch.rand(n, 2) * 4 - 2,
+            "next": {
+                "observation": torch.randint(0, 256, (n, 40, 40, 3), dtype=torch.uint8),
+                "reward": torch.randn(n, 1),
+                "terminated": torch.zeros(n, 1, dtype=torch.bool),
+            },
+        },
+        batch_size=[n],
+    )
+
+
+def trained_by(loss, batch: TensorDict, key: str) -> set:
+    """The parameters of ``loss`` that the loss ``key`` of ``batch`` gives a gradient."""
+    loss.zero_grad(set_to_none=True)
+    loss(batch.clone())[key].backward()
+    return {p for p in loss.parameters() if p.grad is not None and p.grad.abs().sum() > 0}
+
+
 def test_policy_acts_in_the_bounds_deterministically_when_asked():
     loss = sac(init_random_frames=0)
     obs = TensorDict({"observation": torch.randn(64, 3)}, batch_size=[64])
@@ -158,23 +181,10 @@ def test_image_observations_go_through_a_cnn_the_critics_train_and_the_actor_rea
     assert loss.actor.weight0.shape == (32, 16) and loss.critic.weight0.shape == (2, 32 + 2, 16)
     assert isinstance(loss.target_critic.encoder, CNN) and not list(loss.target_critic.parameters())  # the target's own copy
     torch.manual_seed(1)
-    images = TensorDict(
-        {
-            "observation": torch.randint(0, 256, (8, 40, 40, 3), dtype=torch.uint8),
-            "action": torch.rand(8, 2) * 4 - 2,
-            "next": {
-                "observation": torch.randint(0, 256, (8, 40, 40, 3), dtype=torch.uint8),
-                "reward": torch.randn(8, 1),
-                "terminated": torch.zeros(8, 1, dtype=torch.bool),
-            },
-        },
-        batch_size=[8],
-    )
+    images = image_batch()
     groups = {"loss_qvalue": set(loss.critic.parameters()), "loss_actor": set(loss.actor.parameters()), "loss_alpha": {loss.log_alpha}}
     for key, own in groups.items():  # the encoder is among the critics' parameters only
-        loss.zero_grad(set_to_none=True)
-        loss(images.clone())[key].backward()
-        assert {p for p in loss.parameters() if p.grad is not None and p.grad.abs().sum() > 0} == own, key
+        assert trained_by(loss, images, key) == own, key
     with set_interaction_type(InteractionType.DETERMINISTIC):
         acted = loss.policy(TensorDict({"observation": images["observation"]}, [8]))["action"]
     assert acted.shape == (8, 2) and bool((acted.abs() <= 2).all())
@@ -198,22 +208,9 @@ def test_an_actor_encoder_of_its_own_is_trained_by_the_actor_s_loss_alone(algo):
     assert not torch.equal(next(actor_encoder.parameters()), next(critic_encoder.parameters()))  # initialised apart
     policy = loss.policy.policy
     assert policy.encoder is actor_encoder  # the policy acts through it
-    images = TensorDict(
-        {
-            "observation": torch.randint(0, 256, (8, 40, 40, 3), dtype=torch.uint8),
-            "action": torch.rand(8, 2) * 4 - 2,
-            "next": {
-                "observation": torch.randint(0, 256, (8, 40, 40, 3), dtype=torch.uint8),
-                "reward": torch.randn(8, 1),
-                "terminated": torch.zeros(8, 1, dtype=torch.bool),
-            },
-        },
-        batch_size=[8],
-    )
+    images = image_batch()
     for key, own in {"loss_qvalue": set(loss.critic.parameters()), "loss_actor": {*loss.actor.parameters(), *actor_encoder.parameters()}}.items():
-        loss.zero_grad(set_to_none=True)
-        loss(images.clone())[key].backward()
-        assert {p for p in loss.parameters() if p.grad is not None and p.grad.abs().sum() > 0} == own, key
+        assert trained_by(loss, images, key) == own, key
     if algo == "td3":  # the target actor reads a target copy of it, moved with the target actor
         pairs = loss.target_networks()
         assert (actor_encoder, loss.target_actor_encoder) in pairs and loss.target_actor_encoder is not actor_encoder
