@@ -48,33 +48,29 @@ def to_tensor(array: Any, device: torch.device) -> Any:
 
 
 class Carry:
-    """What a policy hands on from one env step to the next, TorchRL's way: the entries it writes under ``next`` (a
-    recurrent state) are its inputs at the next step, and a policy whose ``in_keys`` hold ``is_init`` is told which rows
-    begin an episode. The one place that knows it, for the collector, the evaluation loop and ``Policy.predict``.
+    """A policy stepped with what it hands on from one env step to the next, TorchRL's way: the entries it writes under
+    ``next`` (a recurrent state) are its inputs at the next step, and a policy whose ``in_keys`` hold ``is_init`` is told
+    which rows begin an episode. The one place that knows it, for the collector, the evaluation loop and ``Policy.predict``.
 
     :param policy: the ``tensordict.nn`` policy.
     """
 
     def __init__(self, policy: Any) -> None:
+        self.policy = policy
         self.tracks_init = "is_init" in getattr(policy, "in_keys", ())
         #: the entries the policy wrote under ``next`` at its last step, by key
         self.state: dict[str, torch.Tensor] = {}
 
-    def inputs(self, obs: torch.Tensor, starts: Any) -> TensorDict:
-        """The policy's input for observations ``obs`` ``[N, ...]``; ``starts``: one bool per row, its episode begins."""
+    def __call__(self, obs: Any, starts: Any) -> TensorDictBase:
+        """The policy's step on observations ``obs`` ``[N, ...]``, ``starts`` one bool per row (its episode begins); what
+        the step writes under ``next`` is taken out of it and kept in :attr:`state` for the next call."""
         values = {"observation": obs, **self.state}
         if self.tracks_init:
             values["is_init"] = torch.as_tensor(np.asarray(starts, dtype=bool), device=obs.device).reshape(-1, 1)
-        return TensorDict(values, batch_size=obs.shape[:1], device=obs.device, non_blocking=False)
-
-    def take(self, step: TensorDictBase) -> dict[str, torch.Tensor]:
-        """Take what the policy's output ``step`` holds under ``next`` out of it, and keep it for the next step.
-
-        :return: that, by key (empty for a policy that hands nothing on).
-        """
+        step = self.policy(TensorDict(values, batch_size=obs.shape[:1], device=obs.device, non_blocking=False))
         handed: Any = step.pop("next") if "next" in step.keys() else {}
         self.state = dict(handed.items())
-        return self.state
+        return step
 
 
 def with_rows(batch: Any, values: list[Any], rows: np.ndarray) -> Any:
@@ -187,10 +183,9 @@ class Collector:
         with torch.inference_mode(), set_interaction_type(InteractionType.RANDOM):
             for _ in range(self.steps_per_batch):
                 # the observation is on ``device`` already: nothing to move, nothing to wait for
-                assert self._obs is not None
-                step = self.policy(carry.inputs(self._obs, starts))
-                for key, value in carry.take(step).items():
-                    handed_on.setdefault(key, []).append(value)
+                step = carry(self._obs, starts)
+                for key, state in carry.state.items():
+                    handed_on.setdefault(key, []).append(state)
                 for key, value in step.items():
                     columns.setdefault(key, []).append(value)
                 obs, reward, terminated, truncated, info = env.step(step["action"].cpu().numpy())

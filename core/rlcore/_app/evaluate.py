@@ -124,8 +124,7 @@ def evaluate(
             while (episodes is None or len(returns) < episodes) and (max_frames is None or frames < max_frames):
                 if recording is not None:
                     recording(render)
-                step = policy(carry.inputs(to_tensor(obs, device), starts))
-                carry.take(step)
+                step = carry(to_tensor(obs, device), starts)
                 obs, reward, terminated, truncated, info = env.step(step["action"].cpu().numpy())
                 counted = ~resetting
                 starts = resetting if next_step else np.asarray(terminated) | np.asarray(truncated)

@@ -178,13 +178,11 @@ class Policy:
         given = None if episode_start is None else np.broadcast_to(np.asarray(episode_start, dtype=bool).reshape(-1), (n,))
         obs = batch if self._preprocessor is None else self._observe(batch, np.zeros(n, dtype=bool) if given is None else given)
         carry = Carry(self.module)
-        carry.state = {key: torch.as_tensor(np.asarray(value)).reshape(n, *np.shape(value)[int(not single) :]) for key, value in (state or {}).items()}
-        carry.state = {key: value.to(self._device) for key, value in carry.state.items()}
+        for key, value in (state or {}).items():  # (one row's state, or a batch's)
+            carry.state[key] = torch.as_tensor(np.asarray(value)).reshape(n, *np.shape(value)[int(not single) :]).to(self._device)
         mode = InteractionType.DETERMINISTIC if deterministic else InteractionType.RANDOM
         with torch.inference_mode(), set_interaction_type(mode):
-            step = self.module(carry.inputs(to_tensor(obs, self._device), np.full(n, state is None) if given is None else given))
-            carry.take(step)
-            action = step["action"].cpu().numpy()
+            action = carry(to_tensor(obs, self._device), np.full(n, state is None) if given is None else given)["action"].cpu().numpy()
         if self._preprocessor is not None:
             action = self._preprocessor.act(action)
         handed: dict[str, Any] = {key: value.cpu().numpy() for key, value in carry.state.items()}
