@@ -34,6 +34,7 @@ _LAZY = {
     "load_config": "._app.config",
     "read_config_file": "._app.config",
     "save_config": "._app.config",
+    "train_config": "._app.config",
     "base_env": "._app.envs",
     "env_layers": "._app.envs",
     "env_states": "._app.envs",
@@ -178,6 +179,7 @@ __all__ = [
     "run_path",
     "save_config",
     "shown",
+    "train_config",
     "validate_fields",
     "validate_options",
 ]
@@ -187,7 +189,7 @@ if TYPE_CHECKING:
     from ._app.cli import build_cli, describe_plugins
     from ._app.cli import main as rlctl
     from ._app.collector import Collector
-    from ._app.config import correct_for_frame_skip, default_config, dump_config, load_config, read_config_file, save_config
+    from ._app.config import correct_for_frame_skip, default_config, dump_config, load_config, read_config_file, save_config, train_config
     from ._app.devices import check_device
     from ._app.envs import base_env, env_layers, env_states, get_stats_random_rollout, load_env_states, make_vector_env
     from ._app.evaluate import evaluate

@@ -363,5 +363,8 @@ def rl_register_hooks() -> dict[str, HookFactory] | None:
 def rl_register_commands(cli: click.Group) -> None:
     """Add sub-commands to ``rlctl`` (datasette's ``register_commands``).
 
+    A command finds the run's plugins (those ``--plugin`` and ``--no-plugin`` chose) as its context object:
+    ``click.get_current_context().find_object(rlcore.PluginManager)``.
+
     :param cli: the ``rlctl`` click group; decorate functions with ``@cli.command()``.
     """

@@ -176,7 +176,7 @@ def make_cli(pm: PluginManager) -> click.Group:
     ) -> int:
         """Train from CONFIG (YAML), the defaults and the overrides."""
         from .build import build_trainer  # (lazy: torch)
-        from .config import load_config
+        from .config import train_config
 
         run_dir = out
         if resume and out is not None and Path(out) != Path(resume):
@@ -193,18 +193,9 @@ def make_cli(pm: PluginManager) -> click.Group:
             check_same_run(Path(resume), given, pm)
             run_dir = resume
             config_file = str(Path(resume) / CONFIG_FILE)
-        sections: dict[str, Any] = {}
-        shortcuts = {("algo", "name"): algo, ("env", "id"): env_id}
-        numbers = {("trainer", "total_frames"): frames, ("trainer", "seed"): seed}  # read as --set reads values
-        for (section, key), value in shortcuts.items():
-            if value is not None:
-                sections.setdefault(section, {})[key] = value
-        overrides = tuple(f"{section}.{key}={value}" for (section, key), value in numbers.items() if value is not None) + overrides
-        if logger_names:
-            sections["loggers"] = {name: {} for name in logger_names}
-        if profile:
-            overrides = (*overrides, "trainer.profile=true")
-        config = load_config(config_file, overrides=overrides, plugin_manager=pm, **sections)
+        config = train_config(
+            config_file, overrides, algo=algo, env=env_id, frames=frames, seed=seed, loggers=logger_names, profile=profile, plugin_manager=pm
+        )
         warn_broken(pm)
         starting = _interrupt_on_signals()
         trainer = None
@@ -358,7 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _echo_error(str(err))
             sys.exit(EXIT_USAGE)
         if cli is not None:
-            code = _run(cli, argv)
+            code = _run(cli, argv, pm)
     sys.exit(code)
 
 
@@ -442,9 +433,10 @@ def _command(argv: list[str]) -> str:
     return ""
 
 
-def _run(cli: click.Group, argv: list[str]) -> int:
+def _run(cli: click.Group, argv: list[str], pm: PluginManager) -> int:
+    """Run ``cli`` on ``argv``, ``pm`` its context object (``click.get_current_context().find_object(PluginManager)``); the exit code."""
     try:
-        result = cli.main(args=argv, prog_name="rlctl", standalone_mode=False)
+        result = cli.main(args=argv, prog_name="rlctl", standalone_mode=False, obj=pm)
     except click.exceptions.Abort:
         return 130
     except click.exceptions.Exit as done:

@@ -508,6 +508,39 @@ def load_config(
     return resolve_config(user, plugin_manager or get_plugin_manager())
 
 
+def train_config(
+    path: str | os.PathLike[str] | None = None,
+    overrides: Iterable[str] = (),
+    *,
+    algo: str | None = None,
+    env: str | None = None,
+    frames: str | int | None = None,
+    seed: str | int | None = None,
+    loggers: Iterable[str] = (),
+    profile: bool = False,
+    plugin_manager: PluginManager | None = None,
+) -> dict[str, Any]:
+    """The config ``rlctl train`` trains with: ``path``, its shortcuts and ``--set`` ``overrides``.
+
+    :param algo: ``--algo``, ``algo.name``.
+    :param env: ``--env``, ``env.id``.
+    :param frames: ``--frames``, ``trainer.total_frames``, read as ``--set`` reads values (``1e6`` works).
+    :param seed: ``--seed``, ``trainer.seed``, read as ``--set`` reads values.
+    :param loggers: ``--logger`` names, each added with its default options.
+    :param profile: ``--profile``, ``trainer.profile``.
+    :return: the resolved config (see :func:`load_config`).
+    """
+    sections: dict[str, Any] = {}
+    for section, key, value in (("algo", "name", algo), ("env", "id", env)):
+        if value is not None:
+            sections[section] = {key: value}
+    if loggers:
+        sections["loggers"] = {name: {} for name in loggers}
+    numbers = {"trainer.total_frames": frames, "trainer.seed": seed, "trainer.profile": "true" if profile else None}
+    shortcuts = tuple(f"{key}={value}" for key, value in numbers.items() if value is not None)
+    return load_config(path, overrides=(*shortcuts, *overrides), plugin_manager=plugin_manager, **sections)
+
+
 def dump_config(config: Mapping[str, Any]) -> str:
     """The config as YAML text, sections in their documented order."""
 
