@@ -20,6 +20,7 @@ discarded, each failure reported by a warning. Checkpoints hold every worker's e
 saved), observations, running episodes and RNG.
 
 Importing this module imports neither ray nor torch: they are imported when a collector is built.
+:class:`Session` (a local cluster started and stopped safely, or one joined) serves other plugins too (rl-plugin-sweep's Ray backend).
 """
 
 from __future__ import annotations
@@ -28,11 +29,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from rlcore import CollectorFactory, ConfigError, Range, hookimpl
 
+from ._cluster import Session  # (light: ray is imported when a session opens)
+
 if TYPE_CHECKING:
     from ._collector import RayCollector
 
 __version__ = "0.1.0"
-__all__ = ["RayCollector", "ray_collector", "rl_register_collectors"]
+__all__ = ["RayCollector", "Session", "ray_collector", "rl_register_collectors"]
 
 
 def ray_collector(
