@@ -9,6 +9,8 @@ from pathlib import Path
 
 from rlcore import ConfigError, read_metrics, shown
 
+from ._experiments import band, curves, runs_of
+
 #: inches of one panel (width, height); saved at :data:`DPI`
 PANEL = (8.0, 3.2)
 DPI = 100
@@ -21,7 +23,10 @@ def plot_runs(
 ) -> Path:
     """Draw ``metrics`` against collected frames, one panel per metric and one line per run, into ``output``.
 
-    :param run_dirs: run directories, each with its ``metrics.csv``.
+    An experiment directory (``rlctl train --seeds``) is drawn as one band: the IQM over its runs and its 95%
+    bootstrap confidence interval, over the frames all its runs reached.
+
+    :param run_dirs: run directories, each with its ``metrics.csv``, or experiment directories of such runs.
     :param metrics: metric names, e.g. ``train/episode_return``.
     :param output: the image to write; its suffix picks the format (``.png``, ``.pdf``, ``.svg``, ...);
         missing folders are created.
@@ -34,7 +39,10 @@ def plot_runs(
         raise ConfigError("RUN_DIR: name at least one run directory")
     if not metrics:
         raise ConfigError("--metric: name at least one metric")
-    runs = {Path(run): read_metrics(run) for run in run_dirs}
+    experiments = {Path(path): runs_of(Path(path)) for path in run_dirs}
+    runs = {Path(run): read_metrics(run) for run in run_dirs if not experiments[Path(run)]}
+    for members in experiments.values():
+        runs |= {member: read_metrics(member) for member in members}
     known = sorted({name for series in runs.values() for name in series})
     for metric in metrics:
         if not any(metric in series for series in runs.values()):
@@ -53,10 +61,17 @@ def plot_runs(
         raise ConfigError(f"-o {output}: unknown image format {shown(suffix)} (valid choices: {', '.join(sorted(formats))})")
     axes = fig.subplots(len(metrics), 1, squeeze=False)[:, 0]
     for ax, metric in zip(axes, metrics):
-        for run, series in runs.items():
-            if metric in series:
-                frames, values = series[metric]
-                ax.plot(frames, values, label=run.name, linewidth=1.2)
+        for path, members in experiments.items():
+            if not members:
+                if metric in runs[path]:
+                    frames, values = runs[path][metric]
+                    ax.plot(frames, values, label=path.name, linewidth=1.2)
+                continue
+            logged = curves(path, metric)
+            if logged:
+                grid, middle, low, high = band(logged)
+                (line,) = ax.plot(grid, middle, label=f"{path.name} (IQM of {len(logged)} runs, 95% CI)", linewidth=1.2)
+                ax.fill_between(grid, low, high, color=line.get_color(), alpha=0.25, linewidth=0)
         ax.set_title(metric)
         ax.set_xlabel("frames")
         ax.grid(alpha=0.3)

@@ -98,7 +98,7 @@ def test_command_is_listed_only_with_the_plugin_and_imports_nothing_heavy() -> N
     code, stdout, _, heavy = rlctl("plugins", "list", "--json")
     (plot,) = [info for info in json.loads(stdout) if info["name"] == "plot"]
     assert (plot["distribution"], plot["status"], plot["hooks"]) == ("rl-plugin-plot", "ok", ["rl_register_commands"])
-    assert plot["provides"] == {"commands": ["plot"]}
+    assert plot["provides"] == {"commands": ["plot", "report"]}
     assert heavy == []
 
 
