@@ -6,7 +6,7 @@
 - ``rlctl sweep SWEEP.yaml`` searches config keys with Optuna (TPE, median pruning on the evaluation hook's
   values), each trial an experiment; the study is a SQLite file in the sweep directory, so a stopped sweep
   continues. ``rlctl sweep SWEEP.yaml --best`` prints the best config.
-- ``--backend ray [--address ADDR]`` runs the same runs as Ray tasks (``pip install rl-plugin-sweep[ray]``).
+- ``--backend ray [--address ADDR]`` runs the same runs as Ray actors (``pip install rl-plugin-sweep[ray]``).
 
 Every run is an ``rlctl train`` process of its own: the plugin places, watches and stops them, and never trains.
 Importing this module imports neither Optuna nor torch.

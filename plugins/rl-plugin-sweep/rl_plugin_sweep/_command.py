@@ -31,10 +31,10 @@ def _context() -> tuple[PluginManager, list[str]]:
 def _backend(name: str, address: str | None, root: list[str], jobs: int | None) -> Backend:
     if name == "ray":
         try:
-            from ._ray import RayTasks  # (lazy: ray)
+            from ._ray import RayActors  # (lazy: ray)
         except ImportError as err:
             raise click.UsageError(f"--backend ray needs Ray and rl-plugin-ray ({err}): pip install 'rl-plugin-sweep[ray]'") from None
-        return RayTasks(address, root, jobs)
+        return RayActors(address, root, jobs)
     if address is not None:
         raise click.UsageError("--address names a Ray cluster: give it with --backend ray")
     return LocalProcesses(root)
@@ -42,7 +42,7 @@ def _backend(name: str, address: str | None, root: list[str], jobs: int | None) 
 
 BACKEND_OPTIONS = [
     click.Option(["--jobs"], type=click.IntRange(min=1), help="Runs at a time (default: one per core here, per CPU of a Ray cluster)."),
-    click.Option(["--backend"], type=click.Choice(BACKENDS), default="local", show_default=True, help="Where the runs go: local processes, or Ray tasks."),
+    click.Option(["--backend"], type=click.Choice(BACKENDS), default="local", show_default=True, help="Where the runs go: local processes, or Ray actors."),
     click.Option(["--address"], metavar="ADDR", help="--backend ray: the Ray cluster to join (default: a local one started for the runs)."),
 ]
 

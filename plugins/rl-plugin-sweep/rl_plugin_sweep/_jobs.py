@@ -1,6 +1,6 @@
 """Runs of ``rlctl train`` as jobs: started, watched and stopped, a few at a time, on a backend that places them.
 
-A :class:`Job` is one ``rlctl`` command line. A backend (:class:`LocalProcesses` here, Ray tasks in
+A :class:`Job` is one ``rlctl`` command line. A backend (:class:`LocalProcesses` here, Ray actors in
 ``_ray``) starts it and hands back a :class:`Running` handle; :func:`run_jobs` keeps ``slots`` of them
 running, polls them, stops those a watcher gives up on (a pruned trial) and forwards the first and second
 SIGINT or SIGTERM to them, so that each run checkpoints and stops as a lone ``rlctl train`` would.

@@ -30,7 +30,7 @@ from ._jobs import Job, Running, exit_code, start_rlctl
 RESTARTS = 3
 
 
-class RayTasks:
+class RayActors:
     """Jobs as Ray actors.
 
     :param address: the cluster to join, or ``None`` to start a local one.
