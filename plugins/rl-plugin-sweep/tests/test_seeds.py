@@ -17,9 +17,9 @@ from rlcore import ConfigError, load_config
 from rlcore_testing import PluginConformance, assert_state_equal, last_checkpoint, run_rlctl
 
 PLUGINS = {"RLCORE_PLUGINS": "rl-plugin-pg,rl-plugin-nets,rl-plugin-envs,rl-plugin-video,rl-plugin-sweep"}
-FRAMES = 6144
-#: a small PPO on CartPole: a checkpoint every 512 frames, so that a kill finds some
-ARGS = ["--frames", str(FRAMES), "--set", "trainer.save_trainer_interval=512", "--set", "loggers.console=null"]
+FRAMES = 3072
+#: a small PPO on CartPole: a checkpoint every 256 frames, so that a kill finds some
+ARGS = ["--frames", str(FRAMES), "--set", "trainer.save_trainer_interval=256", "--set", "loggers.console=null"]
 
 
 def rlctl(*args: str) -> subprocess.Popen[str]:
@@ -107,9 +107,9 @@ def test_a_report_compares_two_experiments_of_five_seeds(tmp_path: Path) -> None
     from rl_plugin_plot import iqm
     from rlcore import read_metrics
 
-    evaluation = ["--set", "hooks.evaluation={record_interval: 2048, episodes: 3}"]
+    short = ["--frames", "2048", "--set", "loggers.console=null", "--set", "hooks.evaluation={record_interval: 512, episodes: 3}"]
     for normalize in ("true", "false"):
-        done = rlctl("train", "--seeds", "0-4", "--jobs", "2", "--out", str(tmp_path / f"norm_{normalize}"), *ARGS, *evaluation,
+        done = rlctl("train", "--seeds", "0-4", "--jobs", "2", "--out", str(tmp_path / f"norm_{normalize}"), *short,
                      "--set", f"algo.normalize_advantage={normalize}")  # fmt: skip
         assert done.wait(timeout=400) == 0, done.communicate()[0]
     experiments = [str(tmp_path / "norm_true"), str(tmp_path / "norm_false")]
