@@ -29,7 +29,12 @@ def curves(path: Path, metric: str) -> list[tuple[np.ndarray, np.ndarray]]:
     runs = runs_of(path)
     if not runs:
         raise ConfigError(f"{path}: neither a run nor an experiment directory (no metrics.csv in it or in its directories)")
-    found = [read_metrics(run).get(metric) for run in runs]
+    return logged([read_metrics(run) for run in runs], metric)
+
+
+def logged(runs: list[dict[str, tuple[list[int], list[float]]]], metric: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The ``(frames, values)`` of ``metric`` in each of ``runs`` (their :func:`rlcore.read_metrics`) that logged it."""
+    found = [series.get(metric) for series in runs]
     return [(np.asarray(f, dtype=np.float64), np.asarray(v, dtype=np.float64)) for f, v in (s for s in found if s and s[0])]
 
 

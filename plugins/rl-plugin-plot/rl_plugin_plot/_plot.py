@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rlcore import ConfigError, read_metrics, shown
 
-from ._experiments import band, curves, runs_of
+from ._experiments import band, logged, runs_of
 
 #: inches of one panel (width, height); saved at :data:`DPI`
 PANEL = (8.0, 3.2)
@@ -67,10 +67,10 @@ def plot_runs(
                     frames, values = runs[path][metric]
                     ax.plot(frames, values, label=path.name, linewidth=1.2)
                 continue
-            logged = curves(path, metric)
-            if logged:
-                grid, middle, low, high = band(logged)
-                (line,) = ax.plot(grid, middle, label=f"{path.name} (IQM of {len(logged)} runs, 95% CI)", linewidth=1.2)
+            curves = logged([runs[member] for member in members], metric)  # (each run's metrics read once, above)
+            if curves:
+                grid, middle, low, high = band(curves)
+                (line,) = ax.plot(grid, middle, label=f"{path.name} (IQM of {len(curves)} runs, 95% CI)", linewidth=1.2)
                 ax.fill_between(grid, low, high, color=line.get_color(), alpha=0.25, linewidth=0)
         ax.set_title(metric)
         ax.set_xlabel("frames")

@@ -45,18 +45,23 @@ def bootstrap_ci(
     return np.percentile(values, tail, axis=0), np.percentile(values, 100 - tail, axis=0)
 
 
+def _wins(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The share of pairs in which a run of ``x`` beats a run of ``y`` (ties half), over the last axis of each: ``[..., n]``
+    and ``[..., m]`` give ``[...]``."""
+    x, y = x[..., :, None], y[..., None, :]
+    return np.mean((x > y) + 0.5 * (x == y), axis=(-2, -1))
+
+
 def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> float:
     """``P(X > Y)``: the chance that a run of ``x`` scores above a run of ``y``, ties counting half."""
-    x, y = np.asarray(x, dtype=np.float64)[:, None], np.asarray(y, dtype=np.float64)[None, :]
-    return float(np.mean((x > y) + 0.5 * (x == y)))
+    return float(_wins(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)))
 
 
 def improvement_ci(x: np.ndarray, y: np.ndarray, reps: int = REPS, confidence: float = CONFIDENCE, seed: int = 0) -> tuple[float, float]:
     """The percentile bootstrap interval of :func:`probability_of_improvement`, the runs of each side resampled apart."""
     rng = np.random.default_rng(seed)
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    xs, ys = x[rng.integers(0, len(x), (reps, len(x)))], y[rng.integers(0, len(y), (reps, len(y)))]
-    values = np.mean((xs[:, :, None] > ys[:, None, :]) + 0.5 * (xs[:, :, None] == ys[:, None, :]), axis=(1, 2))
+    values = _wins(x[rng.integers(0, len(x), (reps, len(x)))], y[rng.integers(0, len(y), (reps, len(y)))])
     tail = 100 * (1 - confidence) / 2
     return float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))
 
