@@ -35,7 +35,7 @@ import yaml
 
 from rlcore import ConfigError, PluginManager, load_config, read_metrics, shown, validate_options
 
-from ._experiment import Experiment
+from ._experiment import Experiment, first_difference
 from ._jobs import Backend, Job, last_error, run_jobs
 
 STORAGE = "optuna.db"
@@ -150,8 +150,9 @@ class Sweep:
         self.path.mkdir(parents=True, exist_ok=True)
         self.base = self.path / "base.yaml"
         text = yaml.safe_dump(dict(config), sort_keys=False)
-        if self.base.is_file() and yaml.safe_load(self.base.read_text(encoding="utf-8")) != yaml.safe_load(text):
-            raise ConfigError(f"{self.path}: holds a sweep of another config; choose another --out")
+        key = first_difference(yaml.safe_load(self.base.read_text(encoding="utf-8")), yaml.safe_load(text)) if self.base.is_file() else None
+        if key is not None:
+            raise ConfigError(f"{self.path}: holds a sweep of another config ({key} differs); choose another --out")
         self.base.write_text(text, encoding="utf-8")
         lowest = {key: next(iter(entry.values()))[0] for key, entry in options.space.items()}
         trial_config(self.base, lowest, pm)  # (a bad config or key is one line now, not a failure in every trial)
@@ -225,7 +226,7 @@ class Sweep:
         watched = _Watched(trial, [experiment.run_dir(seed) for seed in self.options.seeds], self.options.metric)
         codes: dict[int, int] = {}
 
-        def done(seed: int, code: int) -> None:
+        def done(seed: int, code: int, _stopped: bool = False) -> None:
             codes[seed] = code
             if code == 0:
                 experiment.finish(seed)
@@ -245,15 +246,12 @@ class Sweep:
                 say(f"trial {trial.number}: {self.options.metric} {value:g} with {values}")
                 self.study.tell(trial, value)
 
-        def ended(seed: int, code: int, _stopped: bool) -> None:
-            done(seed, code)
-
         say(f"trial {trial.number}: {values}")
         for seed in self.options.seeds:
             if seed in experiment.finished:
                 done(seed, 0)
                 continue
-            job = experiment.job(seed, functools.partial(ended, seed))
+            job = experiment.job(seed, functools.partial(done, seed))
             job.watch = watched.poll
             job.name = f"trial {trial.number} seed {seed}"
             yield job
