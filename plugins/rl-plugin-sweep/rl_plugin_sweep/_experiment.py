@@ -27,9 +27,10 @@ import yaml
 
 from rlcore import ConfigError, dump_config, shown
 
-from ._jobs import Backend, Job, last_error, run_jobs
+from ._jobs import SIGNAL_EXIT, Backend, Job, last_error, run_jobs
 
 CONFIG = "config.yaml"
+LOGS = "logs"
 STATE = "experiment.json"
 #: the seeds a run directory of an experiment is named after
 RUN_NAME = re.compile(r"seed_(\d+)$")
@@ -108,10 +109,14 @@ class Experiment:
     def run_dir(self, seed: int) -> Path:
         return self.path / f"seed_{seed}"
 
+    def log(self, seed: int) -> Path:
+        """What the run of ``seed`` printed."""
+        return self.path / LOGS / f"seed_{seed}.log"
+
     def job(self, seed: int, done: Callable[[int, bool], None]) -> Job:
         """The run of ``seed``, its arguments decided when it starts (a Ray task retried after its worker died resumes)."""
         args = functools.partial(train_args, self.config_file, seed, self.run_dir(seed))
-        return Job(f"seed {seed}", args, self.path / "logs" / f"seed_{seed}.log", done=done)
+        return Job(f"seed {seed}", args, self.log(seed), done=done)
 
 
 def train_args(config_file: Path, seed: int, run: Path) -> list[str]:
@@ -143,9 +148,9 @@ def run_seeds(experiment: Experiment, seeds: list[int], backend: Backend, slots:
                 if code == 0:
                     experiment.finish(seed)
                     say(f"seed {seed}: finished ({len(experiment.finished & set(seeds))}/{len(seeds)})")
-                elif code not in (130, 143):
+                elif code not in SIGNAL_EXIT.values():
                     failed.append(f"seed {seed}")
-                    say(f"seed {seed}: failed (exit {code}): {last_error(experiment.path / 'logs' / f'seed_{seed}.log')}")
+                    say(f"seed {seed}: failed (exit {code}): {last_error(experiment.log(seed))}")
 
             say(f"seed {seed}: {'resumed' if resumed else 'started'} in {experiment.run_dir(seed)}")
             yield experiment.job(seed, done)
@@ -155,7 +160,7 @@ def run_seeds(experiment: Experiment, seeds: list[int], backend: Backend, slots:
         say(f"stopped; the same command resumes the experiment ({len(experiment.finished & set(seeds))}/{len(seeds)} finished)")
         return stopped
     if failed:
-        say(f"{', '.join(failed)} failed; the same command runs them again (logs in {experiment.path / 'logs'})")
+        say(f"{', '.join(failed)} failed; the same command runs them again (logs in {experiment.path / LOGS})")
         return 1
     return 0
 

@@ -36,7 +36,7 @@ import yaml
 from rlcore import ConfigError, PluginManager, load_config, read_metrics, shown, validate_options
 
 from ._experiment import Experiment, first_difference
-from ._jobs import Backend, Job, last_error, run_jobs
+from ._jobs import SIGNAL_EXIT, Backend, Job, last_error, run_jobs
 
 STORAGE = "optuna.db"
 STUDY = "sweep"
@@ -235,11 +235,11 @@ class Sweep:
             if watched.pruned:
                 say(f"trial {trial.number}: pruned at {watched.last_step} frames")
                 self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-            elif any(c in (130, 143) for c in codes.values()):
+            elif any(c in SIGNAL_EXIT.values() for c in codes.values()):
                 pass  # (stopped by a signal: resumed by the next sweep)
             elif any(codes.values()):
                 bad = next(s for s, c in codes.items() if c)
-                say(f"trial {trial.number}: failed: seed {bad}: {last_error(experiment.path / 'logs' / f'seed_{bad}.log')}")
+                say(f"trial {trial.number}: failed: seed {bad}: {last_error(experiment.log(bad))}")
                 self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
             else:
                 value = sum(final_value(experiment.run_dir(s), self.options.metric) for s in self.options.seeds) / len(self.options.seeds)
